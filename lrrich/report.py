@@ -1,0 +1,112 @@
+"""Render a run directory (config.json, results.json, *.png) as report.md and report.html."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from lrrich import io
+from lrrich.registry import discover
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, dict | list):
+        s = json.dumps(v)
+        return s if len(s) < 80 else s[:77] + "..."
+    return str(v)
+
+
+def _paper_table(paper: dict, summary: dict) -> list[str]:
+    rows = ["| quantity | paper | measured |", "| --- | --- | --- |"]
+    for key, pv in paper.items():
+        rows.append(f"| {key} | {_fmt(pv)} | {_fmt(summary.get(key, '—'))} |")
+    return rows
+
+
+def render_markdown(run_dir: str | Path) -> str:
+    """The markdown text of the report for ``run_dir``."""
+    run_dir = Path(run_dir)
+    cfg = io.read_json(run_dir / "config.json")
+    res = io.read_json(run_dir / "results.json") if (run_dir / "results.json").exists() else {}
+    exp = discover().get(cfg.get("experiment", ""))
+    lines = [f"# {cfg.get('experiment', run_dir.name)}", ""]
+    if exp is not None:
+        lines += [exp.description, ""]
+    summary = res.get("summary", {})
+    if exp is not None and exp.paper:
+        lines += ["## Paper vs measured", "", *_paper_table(exp.paper, summary), ""]
+    if summary:
+        lines += ["## Summary", "", "| quantity | value |", "| --- | --- |"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in summary.items()]
+        lines.append("")
+    figs = sorted(run_dir.glob("*.png"))
+    if figs:
+        lines += ["## Figures", ""]
+        lines += [f"![{f.stem}]({f.name})" for f in figs]
+        lines.append("")
+    lines += [
+        "## Config",
+        "",
+        f"scale: `{cfg.get('scale')}`",
+        "",
+        "| key | value |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {k} | {_fmt(v)} |" for k, v in cfg.get("config", {}).items()]
+    lines.append("")
+    timing = res.get("timing", {})
+    if timing:
+        lines += ["## Timing", "", "| phase | seconds |", "| --- | --- |"]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in timing.items()]
+        lines.append("")
+    env = res.get("environment")
+    if env:
+        lines += ["## Environment", "", "```", json.dumps(env, indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+def _markdown_to_html(md: str) -> str:
+    """A minimal markdown → HTML rendering (headings, tables, images, code) with no dependency."""
+    out, in_table, in_code = [], False, False
+    for line in md.splitlines():
+        if line.startswith("```"):
+            out.append("</pre>" if in_code else "<pre>")
+            in_code = not in_code
+            continue
+        if in_code:
+            out.append(html.escape(line))
+            continue
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if set("".join(cells)) <= {"-", " "}:
+                continue
+            if not in_table:
+                out.append("<table border=1 cellpadding=3>")
+                in_table = True
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
+        elif line.startswith("![") and "](" in line:
+            alt, src = line[2:].split("](", 1)
+            out.append(f'<p><img src="{html.escape(src[:-1])}" alt="{html.escape(alt)}"></p>')
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+    if in_table:
+        out.append("</table>")
+    return "<!doctype html><meta charset=utf-8><body>\n" + "\n".join(out) + "\n</body>\n"
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write ``report.md`` and ``report.html`` into ``run_dir``; return the markdown path."""
+    run_dir = Path(run_dir)
+    md = render_markdown(run_dir)
+    io.atomic_write_bytes(run_dir / "report.html", _markdown_to_html(md).encode())
+    return io.atomic_write_bytes(run_dir / "report.md", md.encode())
