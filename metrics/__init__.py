@@ -1,0 +1,1 @@
+"""Richness measures: D_LR, the feature decomposition and the prior measures."""

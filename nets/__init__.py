@@ -1,0 +1,5 @@
+"""Flax models and optax training with the lazy/rich knobs."""
+
+from nets.models import MLP
+
+__all__ = ["MLP"]
