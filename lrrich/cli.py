@@ -49,12 +49,56 @@ def _cmd_demo(args) -> int:
     return _cmd_run(args)
 
 
+def _cmd_sweep(args) -> int:
+    from lrrich.sweep import parse_grid, run_sweep
+
+    out = Path(args.out) if args.out else Path("runs") / f"sweep-{args.name}"
+    run_sweep(
+        args.name,
+        parse_grid(args.grid),
+        out,
+        seeds=args.seeds,
+        scale=args.scale,
+        jobs=args.jobs,
+        max_runs=args.max_runs,
+        yes=args.yes,
+    )
+    print(out / "sweep.md")
+    return 0
+
+
 def _cmd_report(args) -> int:
     from lrrich.report import write_report
+    from lrrich.sweep import aggregate
 
-    path = write_report(args.run_dir)
-    print(path)
+    run_dir = Path(args.run_dir)
+    if (run_dir / "sweep_config.json").exists():
+        aggregate(run_dir)
+        print(run_dir / "sweep.md")
+        return 0
+    if not (run_dir / "config.json").exists():
+        raise ValueError(f"{run_dir} is neither a run directory nor a sweep directory")
+    print(write_report(run_dir))
     return 0
+
+
+def _cmd_verify(args) -> int:
+    import json
+
+    from sims.verify import verify_all
+
+    models = args.models.split(",") if args.models else None
+    rows = verify_all(seed=args.seed, n_cases=args.cases, models=models, progress=not args.json)
+    if args.json:
+        print(json.dumps([{**r._asdict(), "ok": r.ok} for r in rows], indent=1))
+    else:
+        print(f"{'model':<18s} {'max error':>11s} {'tolerance':>10s} {'seconds':>8s}  ok")
+        for r in rows:
+            print(
+                f"{r.model:<18s} {r.max_error:11.2e} {r.tolerance:10.0e} {r.seconds:8.1f}  "
+                f"{'yes' if r.ok else 'NO'}"
+            )
+    return 0 if all(r.ok for r in rows) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
     s.add_argument("--out", default=None, help="run directory (default runs/demo-TIMESTAMP)")
     s.set_defaults(func=_cmd_demo)
+
+    s = sub.add_parser("sweep", help="run an experiment over a grid of overrides and seeds")
+    s.add_argument("name")
+    s.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2", help="grid axis")
+    s.add_argument("--seeds", type=int, default=1)
+    s.add_argument("--scale", default="small")
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--max-runs", type=int, default=64, help="refuse larger sweeps without --yes")
+    s.add_argument("--yes", action="store_true")
+    s.add_argument("--out", default=None, help="sweep directory (default runs/sweep-NAME)")
+    s.set_defaults(func=_cmd_sweep)
+
+    s = sub.add_parser("verify", help="check every closed form in sims against gradient flow")
+    s.add_argument("--cases", type=int, default=8, help="random cases per model")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--models", default=None, help="comma-separated subset")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.set_defaults(func=_cmd_verify)
 
     s = sub.add_parser("report", help="(re)render report.md/.html for a run directory")
     s.add_argument("run_dir")

@@ -16,8 +16,8 @@ An experiment module defines, at module level::
     def run(config: Config, run_dir: Path) -> dict: ...   # does the work, returns JSON-able results
     def plot(results: dict, run_dir: Path) -> list[Path]: ...   # optional; reads results only
 
-and calls ``register(...)`` on itself is *not* needed: modules in ``lrrich.experiments`` are
-discovered automatically. ``run_experiment`` writes ``config.json``, ``results.json`` (atomically,
+Modules in ``lrrich.experiments`` are discovered automatically; :func:`register` adds others
+(e.g. a user's own experiment module). ``run_experiment`` writes ``config.json``, ``results.json`` (atomically,
 with timings) and the figures into the run directory, then ``report.md``.
 """
 
@@ -93,6 +93,14 @@ def discover() -> dict[str, Experiment]:
                 _REGISTRY[exp.name] = exp
         _DISCOVERED = True
     return _REGISTRY
+
+
+def register(experiment: Experiment | types.ModuleType) -> Experiment:
+    """Register an experiment (or a module following the contract) under its name."""
+    exp = _from_module(experiment) if isinstance(experiment, types.ModuleType) else experiment
+    discover()
+    _REGISTRY[exp.name] = exp
+    return exp
 
 
 def names() -> list[str]:

@@ -1,0 +1,102 @@
+"""Registry, run directories, reports, sweeps and the CLI, on a toy experiment."""
+
+import json
+
+import numpy as np
+import pytest
+
+from lrrich import cli, io, registry
+from lrrich.runner import run_experiment
+from lrrich.sweep import parse_grid, run_sweep
+from tests.lrrich import toy_experiment
+
+
+@pytest.fixture(autouse=True)
+def _toy():
+    registry.register(toy_experiment)
+    yield
+    registry._REGISTRY.pop("toy", None)
+
+
+def test_overrides_are_coerced_and_validated():
+    exp = registry.get("toy")
+    cfg = exp.config("small", {"seed": "3", "scale": "2.5", "fail": "no", "tag": "b"})
+    assert (cfg.seed, cfg.scale, cfg.fail, cfg.tag) == (3, 2.5, False, "b")
+    assert exp.config("paper").scale == 3.0
+    with pytest.raises(ValueError, match="unknown config key 'nope'; valid: seed"):
+        exp.config("small", {"nope": "1"})
+    with pytest.raises(ValueError, match="expected int"):
+        exp.config("small", {"seed": "x"})
+    with pytest.raises(ValueError, match="unknown scale"):
+        exp.config("huge")
+    with pytest.raises(KeyError, match="unknown experiment 'nope'; valid:"):
+        registry.get("nope")
+
+
+def test_run_writes_config_results_figures_report(tmp_path):
+    res = run_experiment("toy", None, tmp_path / "r", scale="paper")
+    assert res["summary"]["y"] == 0.5
+    cfg = io.read_json(tmp_path / "r" / "config.json")
+    assert cfg["experiment"] == "toy" and cfg["config"]["scale"] == 3.0
+    assert (tmp_path / "r" / "toy.png").stat().st_size > 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| y | 3 | 0.5 |" in md and "![toy](toy.png)" in md
+    assert "<table" in (tmp_path / "r" / "report.html").read_text()
+    with pytest.raises(FileExistsError):
+        run_experiment("toy", None, tmp_path / "r")
+
+
+def test_resume_refuses_a_run_dir_of_another_experiment(tmp_path):
+    io.write_json(tmp_path / "config.json", {"experiment": "other"})
+    with pytest.raises(ValueError, match="holds a run of 'other'"):
+        run_experiment("toy", None, tmp_path, resume=True)
+
+
+def test_failed_run_leaves_no_results(tmp_path):
+    with pytest.raises(RuntimeError):
+        run_experiment("toy", registry.get("toy").config("small", {"fail": "1"}), tmp_path)
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_atomic_json_handles_arrays_and_nonfinite(tmp_path):
+    io.write_json(tmp_path / "x.json", {"a": np.arange(3), "b": np.float32(1.5), "c": float("nan")})
+    assert io.read_json(tmp_path / "x.json") == {"a": [0, 1, 2], "b": 1.5, "c": None}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_sweep_aggregates_and_skips_finished(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, seeds=3, progress=False)
+    rows = {r["point"]["scale"]: r for r in out["rows"]}
+    assert rows["2.0"]["n"] == 3
+    np.testing.assert_allclose(rows["2.0"]["y"]["mean"], 2 * 1 + 0.5)  # mean of seeds 0,1,2
+    np.testing.assert_allclose(rows["2.0"]["y"]["std"], 2 * np.std([0, 1, 2]))
+    assert (tmp_path / "sweep.png").exists() and "± " in (tmp_path / "sweep.md").read_text()
+    mtime = (tmp_path / "scale=1,seed=0" / "results.json").stat().st_mtime_ns
+    run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, seeds=3, progress=False)
+    assert (tmp_path / "scale=1,seed=0" / "results.json").stat().st_mtime_ns == mtime
+
+
+def test_sweep_rejects_bad_grids(tmp_path):
+    with pytest.raises(ValueError, match="unknown grid key 'lr'"):
+        run_sweep("toy", {"lr": ["1"]}, tmp_path)
+    with pytest.raises(ValueError, match="pass --yes"):
+        run_sweep("toy", {"scale": [str(i) for i in range(10)]}, tmp_path, seeds=2, max_runs=5)
+    with pytest.raises(ValueError, match="expected float"):
+        run_sweep("toy", {"scale": ["x"]}, tmp_path)
+
+
+def test_cli_errors_are_one_line(capsys, tmp_path):
+    assert cli.main(["run", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lrrich: error: unknown experiment 'nope'; valid:") and "\n" not in err
+    assert cli.main(["run", "toy", "--set", "bogus=1", "--out", str(tmp_path)]) == 2
+    assert "unknown config key 'bogus'" in capsys.readouterr().err
+
+
+def test_cli_run_and_report(capsys, tmp_path):
+    assert cli.main(["run", "toy", "--set", "seed=2", "--out", str(tmp_path / "r")]) == 0
+    assert "report:" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r" / "results.json").read_text())["summary"]["y"] == 2.5
+    (tmp_path / "r" / "report.md").unlink()
+    assert cli.main(["report", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "report.md").exists()
