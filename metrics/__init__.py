@@ -1,1 +1,62 @@
-"""Richness measures: D_LR, the feature decomposition and the prior measures."""
+"""Richness measures: D_LR, the feature decomposition and the prior measures.
+
+Every function takes arrays (NumPy or JAX, float32/float64) of last-layer features Φ (n, p) and
+outputs F (n, C); the ``*_streaming`` variants take iterators of batches with O(p² + pC) memory.
+"""
+
+from metrics.activations import (
+    KUNIN_LAPLACIAN,
+    ZERO_SUM_LAPLACIAN,
+    activation_hamming_distance,
+    filter_smoothness,
+)
+from metrics.collapse import NeuralCollapse, neural_collapse
+from metrics.decomposition import (
+    FeatureDecomposition,
+    Nystrom,
+    effective_dimension,
+    feature_decomposition,
+    feature_decomposition_from_moments,
+    feature_decomposition_streaming,
+    nystrom,
+)
+from metrics.dlr import dlr, dlr_from_moments, dlr_streaming
+from metrics.kernels import (
+    empirical_ntk,
+    feature_kernel_distance,
+    ntk_kernel_distance,
+    parameter_distance,
+    parameter_norm,
+)
+from metrics.moments import Moments, accumulate_moments, merge_moments, moments
+from metrics.plots import plot_feature_decomposition, plot_metric_history
+
+__all__ = [
+    "KUNIN_LAPLACIAN",
+    "ZERO_SUM_LAPLACIAN",
+    "FeatureDecomposition",
+    "Moments",
+    "NeuralCollapse",
+    "Nystrom",
+    "accumulate_moments",
+    "activation_hamming_distance",
+    "dlr",
+    "dlr_from_moments",
+    "dlr_streaming",
+    "effective_dimension",
+    "empirical_ntk",
+    "feature_decomposition",
+    "feature_decomposition_from_moments",
+    "feature_decomposition_streaming",
+    "feature_kernel_distance",
+    "filter_smoothness",
+    "merge_moments",
+    "moments",
+    "neural_collapse",
+    "ntk_kernel_distance",
+    "nystrom",
+    "parameter_distance",
+    "parameter_norm",
+    "plot_feature_decomposition",
+    "plot_metric_history",
+]

@@ -17,10 +17,14 @@ def torch_uniform(fan_in: int):
     """Initializer U(−1/√fan_in, 1/√fan_in) — PyTorch's default for Linear/Conv weights and biases."""
     if fan_in <= 0:
         raise ValueError(f"fan_in must be positive, got {fan_in}")
-    bound = 1.0 / math.sqrt(fan_in)
+    return _flat_uniform(1.0 / math.sqrt(fan_in))
 
+
+def _flat_uniform(bound: float):
+    # Drawn flat and reshaped: same distribution, but XLA compiles a 1-D draw several times
+    # faster than a 4-D one (conv kernels), which dominates model construction on CPU.
     def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
+        return jax.random.uniform(key, (math.prod(shape),), dtype, -bound, bound).reshape(shape)
 
     return init
 
@@ -29,6 +33,27 @@ def scaled_normal(std: float):
     """Initializer N(0, std²) (e.g. the small-init regimes of the skill-model MLP, std = 0.01)."""
 
     def init(key, shape, dtype=jnp.float32):
-        return std * jax.random.normal(key, shape, dtype)
+        return std * jax.random.normal(key, (math.prod(shape),), dtype).reshape(shape)
 
     return init
+
+
+def torch_xavier_uniform(fan_in: int, fan_out: int):
+    """Initializer U(±√(6/(fan_in + fan_out))) — PyTorch's ``xavier_uniform_``.
+
+    ``nn.MultiheadAttention`` draws its fused q/k/v projection (3d × d) this way, so
+    fan_in = d and fan_out = 3d.
+    """
+    if fan_in <= 0 or fan_out <= 0:
+        raise ValueError(f"fan_in and fan_out must be positive, got {fan_in}, {fan_out}")
+    return _flat_uniform(math.sqrt(6.0 / (fan_in + fan_out)))
+
+
+def torch_kaiming_normal_fan_out(fan_out: int):
+    """Initializer N(0, 2/fan_out) — ``kaiming_normal_(mode='fan_out', nonlinearity='relu')``.
+
+    torchvision's VGG draws its conv kernels this way (fan_out = out_ch·k·k), with zero biases.
+    """
+    if fan_out <= 0:
+        raise ValueError(f"fan_out must be positive, got {fan_out}")
+    return scaled_normal(math.sqrt(2.0 / fan_out))

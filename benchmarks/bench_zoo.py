@@ -1,0 +1,175 @@
+"""Training steps/s on CPU: LeNet-5 and the grokking transformer, Flax NNX vs PyTorch.
+
+Same model (PyTorch defaults on both sides), batch 512, AdamW, cross-entropy, float32; the
+JAX step is one jitted function on split (graphdef, params, rest) state with donated buffers.
+Rounds alternate between the two frameworks so machine-load swings hit both; the median step
+time per framework is reported with the ratio JAX/PyTorch in steps/s (> 1: JAX faster).
+
+    python benchmarks/bench_zoo.py [--steps 20] [--rounds 3]
+
+Needs ``torch`` (benchmark-only dependency: ``pip install torch==2.13.0``, the CPU wheel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import torch
+from flax import nnx
+from torch import nn
+
+from nets.models import LeNet5, Transformer
+
+BATCH = 512
+P = 97  # modular division mod 97: tokens "a ∘ b =", vocabulary p + 2
+ADAMW = dict(lr=1e-3, betas=(0.9, 0.98), weight_decay=1.0)  # teddykoker/grokking's optimiser
+
+
+# ----------------------------------------------------------------------------------- PyTorch
+
+
+class TorchLeNet5(nn.Module):
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 6, 5), nn.Conv2d(6, 16, 5)
+        self.fc1, self.fc2, self.head = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2).flatten(1)
+        return self.head(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class TorchDecoderBlock(nn.Module):  # teddykoker/grokking ``DecoderBlock``
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.self_attn = nn.MultiheadAttention(d, heads)
+        self.self_attn_norm = nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.ffn_norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        mask = torch.triu(torch.full((len(x), len(x)), -float("inf")), diagonal=1)
+        a, _ = self.self_attn(x, x, x, attn_mask=mask, need_weights=False)
+        a = self.self_attn_norm(x + a)
+        return self.ffn_norm(a + self.ffn(a))
+
+
+class TorchTransformer(nn.Module):  # teddykoker/grokking ``Transformer``
+    def __init__(self, vocab: int, d: int = 128, heads: int = 4, layers: int = 2, max_len: int = 5):
+        super().__init__()
+        self.token_embeddings = nn.Embedding(vocab, d)
+        self.position_embeddings = nn.Embedding(max_len, d)
+        blocks = [TorchDecoderBlock(d, heads) for _ in range(layers)]
+        self.model = nn.Sequential(*blocks, nn.LayerNorm(d), nn.Linear(d, vocab))
+
+    def forward(self, tokens):
+        pos = torch.arange(tokens.shape[1])
+        x = self.token_embeddings(tokens) + self.position_embeddings(pos)[None]
+        return self.model(x.transpose(0, 1))[-1]
+
+
+def torch_stepper(model: nn.Module, x: np.ndarray, y: np.ndarray):
+    opt = torch.optim.AdamW(model.parameters(), **ADAMW)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(xt), yt)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+# --------------------------------------------------------------------------------------- JAX
+
+
+def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray):
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    opt = optax.adamw(ADAMW["lr"], *ADAMW["betas"], weight_decay=ADAMW["weight_decay"])
+    opt_state = opt.init(params)
+    xj, yj = jnp.asarray(x), jnp.asarray(y)
+
+    def train_step(params, opt_state, rest, x, y):
+        def loss_fn(p):
+            logits = nnx.merge(graphdef, p, rest)(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    train_step = jax.jit(train_step, donate_argnums=(0, 1))
+    state = [params, opt_state]
+
+    def step():
+        state[0], state[1], loss = train_step(state[0], state[1], rest, xj, yj)
+        return float(loss)
+
+    return step
+
+
+def _time(step, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        loss = step()  # float(loss) / loss.item() synchronise every step
+    assert np.isfinite(loss)
+    return (time.perf_counter() - t0) / n
+
+
+def compare(name: str, jax_step, torch_step, steps: int, rounds: int) -> float:
+    for s in (jax_step, torch_step):  # compile / warm up
+        s(), s()
+    tj, tt = [], []
+    for _ in range(rounds):
+        tj.append(_time(jax_step, steps))
+        tt.append(_time(torch_step, steps))
+    sj, st = 1 / statistics.median(tj), 1 / statistics.median(tt)
+    print(f"{name:<24s} jax {sj:8.1f} steps/s   torch {st:8.1f} steps/s   ratio {sj / st:5.2f}")
+    return sj / st
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per framework")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    print(
+        f"jax {jax.__version__} ({jax.devices()[0].platform}), torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), batch {BATCH}, AdamW"
+    )
+
+    images = rng.standard_normal((BATCH, 32, 32, 1), dtype=np.float32)
+    labels = rng.integers(0, 10, BATCH)
+    torch.manual_seed(0)
+    compare(
+        "LeNet-5 (32x32x1)",
+        jax_stepper(LeNet5(rngs=nnx.Rngs(0)), images, labels),
+        torch_stepper(TorchLeNet5(), np.ascontiguousarray(images.transpose(0, 3, 1, 2)), labels),
+        args.steps,
+        args.rounds,
+    )
+
+    a, b = rng.integers(0, P, BATCH), rng.integers(1, P, BATCH)
+    tokens = np.stack([a, np.full(BATCH, P), b, np.full(BATCH, P + 1)], axis=1)
+    answers = rng.integers(0, P, BATCH)
+    compare(
+        "transformer (2L, d=128)",
+        jax_stepper(Transformer(P + 2, rngs=nnx.Rngs(0)), tokens, answers),
+        torch_stepper(TorchTransformer(P + 2), tokens, answers),
+        args.steps,
+        args.rounds,
+    )
+
+
+if __name__ == "__main__":
+    main()

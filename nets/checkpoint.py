@@ -1,0 +1,107 @@
+"""Orbax checkpoints of a training state, written atomically, with clear errors when unreadable.
+
+Orbax writes each step into a temporary folder and renames it when complete, so an interrupted
+save never replaces a good checkpoint. The state (any pytree, typed PRNG keys included) is stored
+as a flat dict of arrays and restored onto the structure of a template state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint exists but cannot be read or does not fit the model."""
+
+
+def _is_key(x) -> bool:
+    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _encode(tree: Any) -> dict:
+    leaves = jax.tree.leaves(tree)
+    return {
+        f"{i:05d}": np.asarray(jax.random.key_data(x) if _is_key(x) else x)
+        for i, x in enumerate(leaves)
+    }
+
+
+def _decode(flat: dict, like: Any) -> Any:
+    leaves, treedef = jax.tree.flatten(like)
+    if len(flat) != len(leaves):
+        raise CheckpointError(
+            f"checkpoint holds {len(flat)} arrays but the model state has {len(leaves)}"
+        )
+    out = []
+    for i, ref in enumerate(leaves):
+        arr = flat[f"{i:05d}"]
+        if _is_key(ref):
+            out.append(jax.random.wrap_key_data(arr, impl=jax.random.key_impl(ref)))
+            continue
+        if arr.shape != ref.shape or arr.dtype != ref.dtype:
+            raise CheckpointError(
+                f"checkpoint array {i} has shape {arr.shape} {arr.dtype}, the model expects "
+                f"{ref.shape} {ref.dtype}"
+            )
+        out.append(jax.numpy.asarray(arr))
+    return jax.tree.unflatten(treedef, out)
+
+
+class Checkpointer:
+    """Keeps the latest ``max_to_keep`` checkpoints of a training state under ``directory``.
+
+    Args:
+      directory: folder holding one sub-folder per saved step.
+      max_to_keep: number of most recent checkpoints kept.
+    """
+
+    def __init__(self, directory: str | Path, max_to_keep: int = 2):
+        import orbax.checkpoint as ocp
+
+        self.directory = Path(directory).absolute()
+        self._ocp = ocp
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+        )
+
+    def latest_step(self) -> int | None:
+        """The newest complete checkpoint's step, or None."""
+        self._manager.reload()
+        return self._manager.latest_step()
+
+    def save(self, step: int, state: Any) -> Path:
+        """Save ``state`` as step ``step`` and wait until it is on disk; returns its folder."""
+        self._manager.save(step, args=self._ocp.args.StandardSave(_encode(state)), force=True)
+        self._manager.wait_until_finished()
+        return self.directory / str(step)
+
+    def restore(self, like: Any, step: int | None = None) -> tuple[int, Any]:
+        """Restore the checkpoint ``step`` (default the latest) onto the structure of ``like``.
+
+        Returns:
+          (step, state).
+
+        Raises:
+          CheckpointError: no checkpoint, an unreadable one, or one that does not fit ``like``.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise CheckpointError(f"no checkpoint in {self.directory}")
+        template = _encode(like)
+        try:
+            flat = self._manager.restore(step, args=self._ocp.args.StandardRestore(template))
+        except Exception as e:  # orbax raises many types for damaged files
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} is unreadable ({type(e).__name__}: "
+                f"{str(e)[:200]}); delete that folder to resume from an earlier checkpoint"
+            ) from e
+        return step, _decode({k: np.asarray(v) for k, v in flat.items()}, like)
+
+    def close(self) -> None:
+        """Finish pending writes and release the manager."""
+        self._manager.close()

@@ -1,0 +1,55 @@
+"""Datasets as in-memory NumPy arrays: offline digits, generated tasks, TFDS and .npz files.
+
+``load(name, **kwargs)`` is the single entry point; every loader returns a
+:class:`~nets.data.base.Dataset`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from nets.data.base import Dataset, validate
+from nets.data.digits import load_digits
+from nets.data.hierarchy import random_hierarchy
+from nets.data.mixtures import gaussian_mixture
+from nets.data.modular import modular_division
+from nets.data.npz import load_npz
+from nets.data.teacher_student import teacher_student
+from nets.data.tfds import TFDS_NAMES, load_tfds
+
+LOADERS: dict[str, Callable[..., Dataset]] = {
+    "digits": load_digits,
+    "modular_division": modular_division,
+    "random_hierarchy": random_hierarchy,
+    "teacher_student": teacher_student,
+    "gaussian_mixture": gaussian_mixture,
+    "npz": load_npz,
+    **{name: functools.partial(load_tfds, name) for name in TFDS_NAMES},
+}
+
+
+def load(name: str, **kwargs) -> Dataset:
+    """Load dataset ``name`` (one of ``LOADERS``) with the loader's keyword arguments.
+
+    Examples: ``load("digits")``, ``load("modular_division", p=97, train_fraction=0.5)``,
+    ``load("mnist", data_dir="~/tfds", n_train=1000)``, ``load("npz", path="my.npz")``.
+    """
+    if name not in LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(LOADERS)}")
+    return validate(LOADERS[name](**kwargs))
+
+
+__all__ = [
+    "LOADERS",
+    "Dataset",
+    "gaussian_mixture",
+    "load",
+    "load_digits",
+    "load_npz",
+    "load_tfds",
+    "modular_division",
+    "random_hierarchy",
+    "teacher_student",
+    "validate",
+]

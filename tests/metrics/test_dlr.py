@@ -1,0 +1,158 @@
+"""D_LR against the naive n×n CKA definition, its invariances, extremes and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from metrics import dlr, dlr_streaming
+
+
+def naive_dlr(phi, f, rank=None):
+    """1 − CKA(HΦΦᵀH, P) with n×n matrices; P = projection onto col(HF) from NumPy's SVD."""
+    phi = np.asarray(phi, np.float64)
+    f = np.asarray(f, np.float64)
+    n = phi.shape[0]
+    h = np.eye(n) - np.ones((n, n)) / n
+    k = h @ phi @ phi.T @ h
+    u, s, _ = np.linalg.svd(h @ f, full_matrices=False)
+    r = int(np.sum(s > 1e-9 * s[0])) if rank is None else rank
+    p_f = u[:, :r] @ u[:, :r].T
+    kc = h @ k @ h  # centring the already-centred kernels is a no-op, kept to mirror Eq. 2.9
+    pc = h @ p_f @ h
+    return 1.0 - np.sum(kc * pc) / (np.linalg.norm(kc) * np.linalg.norm(pc))
+
+
+def _problem(seed, n, p, c, noise=0.3):
+    rng = np.random.default_rng(seed)
+    phi = rng.normal(size=(n, p)) + rng.normal(size=p) * 3.0  # features with a large mean
+    f = phi @ rng.normal(size=(p, c)) + noise * rng.normal(size=(n, c)) + rng.normal(size=c)
+    return phi, f
+
+
+@pytest.mark.parametrize(
+    "n,p,c", [(200, 10, 3), (150, 40, 10), (60, 90, 5), (120, 8, 1), (100, 3, 7)]
+)
+def test_matches_naive_n_by_n_cka(n, p, c):
+    phi, f = _problem(n + p + c, n, p, c)
+    got = float(dlr(phi, f))
+    assert got == pytest.approx(naive_dlr(phi, f), abs=1e-12)
+    assert 0.0 <= got <= 1.0
+
+
+def test_numpy_and_jax_float32_inputs():
+    phi, f = _problem(1, 300, 20, 6)
+    ref = naive_dlr(phi, f)
+    for conv in (np.float32, lambda a: jnp.asarray(a, jnp.float32)):
+        got = dlr(conv(phi), conv(f))
+        assert got.dtype == jnp.float32
+        assert float(got) == pytest.approx(ref, abs=2e-5)
+    mixed = dlr(np.float32(phi), jnp.asarray(f))  # float32 + float64 → float64 explicitly
+    assert mixed.dtype == jnp.float64
+    assert float(dlr(jnp.asarray(phi), jnp.asarray(f))) == pytest.approx(ref, abs=1e-12)
+
+
+def test_invariances():
+    rng = np.random.default_rng(2)
+    phi, f = _problem(3, 250, 15, 5)
+    base = float(dlr(phi, f))
+    a = rng.normal(size=(5, 5)) + 3 * np.eye(5)  # invertible map of the outputs
+    o, _ = np.linalg.qr(rng.normal(size=(15, 15)))  # orthogonal map of the features
+    assert float(dlr(1e3 * phi, f)) == pytest.approx(base, abs=1e-12)
+    assert float(dlr(1e-3 * phi, f)) == pytest.approx(base, abs=1e-12)
+    assert float(dlr(phi, f @ a + 7.0)) == pytest.approx(base, abs=1e-10)
+    assert float(dlr(phi @ o + 5.0, f)) == pytest.approx(base, abs=1e-12)
+
+
+def test_extremes():
+    rng = np.random.default_rng(4)
+    n, c = 400, 4
+    f = rng.normal(size=(n, c))
+    fc = f - f.mean(0)
+    q, _ = np.linalg.qr(fc)
+    rot, _ = np.linalg.qr(rng.normal(size=(c, c)))
+    # features spanning [1, outputs] isotropically (an MP operator): D_LR = 0
+    phi = np.concatenate([5.0 * np.ones((n, 1)), 2.0 * q @ rot], axis=1)
+    assert float(dlr(phi, f)) == pytest.approx(0.0, abs=1e-13)
+    # anisotropic span of the same space: strictly positive
+    aniso = np.concatenate([np.ones((n, 1)), q * np.array([1.0, 1.0, 1.0, 3.0])], axis=1)
+    assert float(dlr(aniso, f)) > 0.05
+    # random wide features unrelated to the outputs: close to 1 (≈ 1 − √(rp)/n)
+    wide = rng.normal(size=(2000, 500))
+    assert float(dlr(wide, rng.normal(size=(2000, 5)))) > 0.95
+    # features orthogonal to the learned-function space: exactly 1
+    perp = rng.normal(size=(n, 6))
+    perp -= perp.mean(0)
+    perp -= q @ (q.T @ perp)
+    assert float(dlr(perp, f)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_softmax_and_biased_head_have_centred_rank_c_minus_1():
+    rng = np.random.default_rng(5)
+    n, p, c = 500, 30, 10
+    phi = np.maximum(rng.normal(size=(n, p)), 0.0)
+    probs = np.asarray(jax.nn.softmax(jnp.asarray(phi @ rng.normal(size=(p, c))), axis=1))
+    ref = naive_dlr(phi, probs, rank=c - 1)
+    assert naive_dlr(phi, probs, rank=c) != pytest.approx(ref, abs=1e-3)  # the rank matters
+    assert float(dlr(phi, probs)) == pytest.approx(ref, abs=1e-12)
+    assert float(dlr(np.float32(phi), np.float32(probs))) == pytest.approx(ref, abs=5e-5)
+    # least-squares head with a bias on p = 3 < C − 1 features: centred rank 3
+    small = phi[:, :3]
+    head = small @ rng.normal(size=(3, c)) + rng.normal(size=c)
+    ref = naive_dlr(small, head, rank=3)
+    assert float(dlr(small, head)) == pytest.approx(ref, abs=1e-12)
+    assert float(dlr(np.float32(small), np.float32(head))) == pytest.approx(ref, abs=5e-5)
+
+
+def test_streaming_matches_in_memory():
+    phi, f = _problem(6, 1000, 25, 8)
+    ref = float(dlr(phi, f))
+    batches = [(phi[i : i + 97], f[i : i + 97]) for i in range(0, 1000, 97)]
+    assert float(dlr_streaming(batches)) == pytest.approx(ref, abs=1e-12)
+    batches32 = [(np.float32(a), np.float32(b)) for a, b in batches]
+    assert float(dlr_streaming(iter(batches32))) == pytest.approx(ref, abs=5e-5)
+
+
+def test_jit_and_vmap():
+    phi, f = _problem(7, 100, 6, 3)
+    ref = float(dlr(phi, f))
+    assert float(jax.jit(dlr)(phi, f)) == pytest.approx(ref, abs=1e-12)
+    stacked = jax.vmap(dlr)(jnp.stack([phi, 2 * phi]), jnp.stack([f, f]))
+    np.testing.assert_allclose(np.asarray(stacked), [ref, ref], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "phi,f,match",
+    [
+        (np.ones(10), np.ones((10, 2)), "features must be a 2-D"),
+        (np.ones((10, 3)), np.ones(10), "outputs must be a 2-D"),
+        (np.ones((10, 3)), np.ones((9, 2)), "same number of rows"),
+        (np.ones((1, 3)), np.ones((1, 1)), "n ≥ 2"),
+        (np.ones((3, 3)), np.ones((3, 4)), "C ≤ n"),
+    ],
+)
+def test_bad_shapes(phi, f, match):
+    with pytest.raises(ValueError, match=match):
+        dlr(phi, f)
+
+
+def test_bad_values():
+    rng = np.random.default_rng(8)
+    phi, f = rng.normal(size=(20, 4)), rng.normal(size=(20, 2))
+    for bad, name in ((np.nan, "features"), (np.inf, "features")):
+        p2 = phi.copy()
+        p2[3, 1] = bad
+        with pytest.raises(ValueError, match=f"{name} contains NaN or inf"):
+            dlr(p2, f)
+    f2 = f.copy()
+    f2[0, 0] = -np.inf
+    with pytest.raises(ValueError, match="outputs contains NaN or inf"):
+        dlr(phi, f2)
+    with pytest.raises(ValueError, match="zero numerical rank"):
+        dlr(phi, np.ones((20, 2)) * 3.0)
+    with pytest.raises(ValueError, match="zero numerical rank"):
+        dlr(phi, np.zeros((20, 2)))
+    with pytest.raises(ValueError, match="constant over samples"):
+        dlr(np.ones((20, 4)), f)
+    with pytest.raises(ValueError, match="empty"):
+        dlr_streaming([])

@@ -1,0 +1,148 @@
+"""Checkpoints: exact resume after an interruption, corrupt checkpoints, NaN stop."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+from nets import MLP, TrainConfig, TrainingDiverged, load_digits, train
+from nets.checkpoint import CheckpointError
+
+
+@pytest.fixture(scope="module")
+def digits():
+    d = load_digits()
+    return d._replace(x_train=d.x_train[:512], y_train=d.y_train[:512])
+
+
+CFG = TrainConfig(optimizer="adam", lr=3e-3, batch_size=64, epochs=6)  # 8 steps/epoch, 48 steps
+
+
+def _model():
+    return MLP(64, (32,), 10, rngs=nnx.Rngs(0))
+
+
+def _leaves(model):
+    return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model))]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_resume_after_exception_gives_identical_parameters(digits, tmp_path):
+    kw = dict(key=jax.random.key(7), metrics={}, progress=False, log_every=4)
+    ref, ref_hist = train(_model(), digits, CFG, run_dir=tmp_path / "a", checkpoint_every=12, **kw)
+
+    def interrupt(rec, model):
+        if rec["step"] == 28:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        train(
+            _model(),
+            digits,
+            CFG,
+            run_dir=tmp_path / "b",
+            checkpoint_every=12,
+            callback=interrupt,
+            **kw,
+        )
+    resumed, hist = train(
+        _model(), digits, CFG, run_dir=tmp_path / "b", checkpoint_every=12, resume=True, **kw
+    )
+    assert hist.resumed_from == 24
+    for a, b in zip(_leaves(ref), _leaves(resumed), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [r["step"] for r in hist.records] == [r["step"] for r in ref_hist.records]
+    np.testing.assert_array_equal(hist.column("test_loss"), ref_hist.column("test_loss"))
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == len(ref_hist.records)
+
+
+@pytest.mark.slow
+def test_resume_after_killed_process(digits, tmp_path):
+    """A subprocess SIGKILLs itself mid-run; resuming reproduces the uninterrupted parameters."""
+    script = textwrap.dedent(f"""
+        import os, signal, jax
+        jax.config.update("jax_enable_x64", True)  # as tests/conftest.py
+        from flax import nnx
+        from nets import MLP, TrainConfig, load_digits, train
+        d = load_digits(); d = d._replace(x_train=d.x_train[:512], y_train=d.y_train[:512])
+        def kill(rec, model):
+            if rec["step"] == 28:
+                os.kill(os.getpid(), signal.SIGKILL)
+        train(MLP(64, (32,), 10, rngs=nnx.Rngs(0)), d, TrainConfig(**{CFG.__dict__!r}),
+              key=jax.random.key(7), metrics={{}}, progress=False, log_every=4,
+              run_dir={str(tmp_path / "b")!r}, checkpoint_every=12, callback=kill)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    kw = dict(key=jax.random.key(7), metrics={}, progress=False, log_every=4, checkpoint_every=12)
+    resumed, hist = train(_model(), digits, CFG, run_dir=tmp_path / "b", resume=True, **kw)
+    ref, _ = train(_model(), digits, CFG, run_dir=tmp_path / "a", **kw)
+    assert hist.resumed_from == 24
+    for a, b in zip(_leaves(ref), _leaves(resumed), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_corrupt_checkpoint_is_a_clear_error(digits, tmp_path):
+    cfg = TrainConfig(batch_size=64, steps=8)
+    train(
+        _model(),
+        digits,
+        cfg,
+        key=jax.random.key(0),
+        metrics={},
+        progress=False,
+        run_dir=tmp_path,
+        checkpoint_every=8,
+    )
+    for root, _, files in os.walk(tmp_path / "checkpoints" / "8"):
+        for f in files:
+            with open(os.path.join(root, f), "wb") as fh:
+                fh.write(b"garbage")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        train(
+            _model(),
+            digits,
+            cfg,
+            key=jax.random.key(0),
+            metrics={},
+            progress=False,
+            run_dir=tmp_path,
+            checkpoint_every=8,
+            resume=True,
+        )
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(digits, tmp_path):
+    cfg = TrainConfig(lr=1e6, warmup_steps=10**6, batch_size=64, epochs=20)
+    with pytest.raises(TrainingDiverged, match="last good checkpoint: step") as err:
+        train(
+            _model(),
+            digits,
+            cfg,
+            key=jax.random.key(0),
+            metrics={},
+            progress=False,
+            run_dir=tmp_path,
+            checkpoint_every=8,
+            log_every=8,
+        )
+    good = int(str(err.value).split("last good checkpoint: step ")[1].split()[0])
+    assert good >= 8 and (tmp_path / "checkpoints" / str(good)).is_dir()
+    with pytest.raises(TrainingDiverged, match="no checkpoint"):
+        train(
+            _model(),
+            digits,
+            TrainConfig(lr=1e8, batch_size=64, epochs=3),
+            key=jax.random.key(0),
+            metrics={},
+            progress=False,
+        )
