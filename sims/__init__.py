@@ -6,8 +6,16 @@ Solvers never enable float64 themselves: wrap calls in ``jax.enable_x64(True)`` 
 experiments do) for reference-quality answers.
 """
 
-from sims import diagonal, linear_model, saxe
+from sims import diagonal, linear_model, saxe, single_neuron
 from sims.gradient_flow import gradient_flow, vector_field_flow
 from sims.tolerances import tolerance
 
-__all__ = ["diagonal", "gradient_flow", "linear_model", "saxe", "tolerance", "vector_field_flow"]
+__all__ = [
+    "diagonal",
+    "gradient_flow",
+    "linear_model",
+    "saxe",
+    "single_neuron",
+    "tolerance",
+    "vector_field_flow",
+]

@@ -1,0 +1,238 @@
+"""K Fig 3 and Fig 4: the single hidden neuron f(x) = a wᵀx, exact theory over gradient flow.
+
+Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ, from the same β₀
+(‖β₀‖ = ‖β*‖ = 1, nearly orthogonal), whitened input. Simulation: the raw (a, w) gradient flow of
+½‖X a w − y‖² integrated by :func:`sims.gradient_flow` (solid); theory: :func:`sims.single_neuron.solve`
+(dashed). Fig 4a: the β = a w trajectories of the same flows in the plane. Fig 4b: a rank-one X
+(n = 1, d = 2): the interpolant the flow reaches as δ varies, against the closed form of K Eq. 72
+and the convex program of K Theorem 3.1.
+
+Command (CPU, ~1 min on 2 shared cores)::
+
+    lrrich run kunin-single-neuron --out runs/kunin-single-neuron
+
+Expected outcome: theory and simulation agree to ~1e-10 (summary ``fig3_max_err_*``); upstream
+(δ ≫ 0) stays lazy (S(0, ∞) ≈ 0), balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0)
+is lazy first and rich later (S rises only after t ≈ |δ|); in Fig 4b the reached interpolant moves
+from the minimum-norm solution (δ ≫ 0) towards the direction of β₀ (δ ≪ 0), matching Eq. 72.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lrrich import io
+from sims import gradient_flow
+from sims import single_neuron as sn
+
+NAME = "kunin-single-neuron"
+DESCRIPTION = (
+    "K Fig 3-4: single neuron mu, phi, S(0,t) and beta paths vs delta; implicit bias (Eq 72)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Single-neuron figures; defaults are the CPU scale."""
+
+    seed: int = 0
+    deltas: tuple[float, ...] = (-10.0, -1.0, 0.0, 1.0, 10.0)
+    beta0_angle: float = 0.45  # angle of β₀ from β*, in units of π (0.5 = orthogonal)
+    beta0_norm: float = 1.0
+    n_samples: int = 5  # rows of the whitened X
+    t_max: float = 100.0
+    n_times: int = 120
+    # Fig 4b: rank-one X in d = 2.
+    bias_deltas: tuple[float, ...] = (-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0)
+    bias_beta0_norm: float = 0.5
+    bias_t_max: float = 200.0
+
+
+SCALES = {
+    "paper": Config(
+        deltas=(-10.0, -3.0, -1.0, -0.3, 0.0, 0.3, 1.0, 3.0, 10.0),
+        n_times=300,
+        bias_deltas=tuple(float(x) for x in np.linspace(-4.0, 4.0, 33)),
+    )
+}
+
+
+def _raw_loss(params, data):
+    X, y = data
+    r = X @ (params["a"] * params["w"]) - y
+    return 0.5 * r @ r
+
+
+def _init(beta0, delta):
+    """a₀ > 0 and w₀ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1)."""
+    b2 = beta0 @ beta0
+    a0 = jnp.sqrt((jnp.sqrt(delta**2 + 4.0 * b2) + delta) / 2.0)
+    return a0, beta0 / a0
+
+
+def _mu_phi_S(a, w, beta_star, X):
+    nw = jnp.linalg.norm(w, axis=-1)
+    K = sn.ntk(a, w, X)
+    return a * nw, (w @ beta_star) / (nw * jnp.linalg.norm(beta_star)), sn.kernel_distance(K[0], K)
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Integrate the flows, evaluate the closed forms, and save everything the plots need."""
+    key = jax.random.key(config.seed)
+    d = 2
+    kx, ky, kb = jax.random.split(key, 3)
+    # Whitened data: X with orthonormal columns, y with Xᵀy = β* a unit vector at π/4.
+    X, _ = jnp.linalg.qr(jax.random.normal(kx, (config.n_samples, d)))
+    beta_star = jnp.array([1.0, 1.0]) / jnp.sqrt(2.0)
+    noise = jax.random.normal(ky, (config.n_samples,))
+    y = X @ beta_star + noise - X @ (X.T @ noise)
+    ang = jnp.pi * (0.25 + config.beta0_angle)
+    beta0 = config.beta0_norm * jnp.array([jnp.cos(ang), jnp.sin(ang)])
+    t = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-3, config.t_max, config.n_times - 1)])
+    deltas = jnp.asarray(config.deltas)
+    a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
+
+    sim = jax.vmap(lambda a, w: gradient_flow(_raw_loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))(
+        a0, w0
+    )
+    theory = jax.vmap(lambda a, w: sn.solve(a, w, beta_star, t))(a0, w0)
+    mu_s, phi_s, S_s = jax.vmap(_mu_phi_S, (0, 0, None, None))(sim["a"], sim["w"], beta_star, X)
+    _, _, S_t = jax.vmap(_mu_phi_S, (0, 0, None, None))(theory.a, theory.w, beta_star, X)
+    beta_s = sim["a"][..., None] * sim["w"]
+
+    # Fig 4b: rank-one X (n = 1, d = 2); interpolants {β : Xβ = y} form a line.
+    Xl = jax.random.normal(kb, (1, d))
+    yl = jnp.array([1.0])
+    v = jnp.linalg.svd(Xl)[2][-1]  # unit null vector
+    beta_min = jnp.linalg.pinv(Xl) @ yl
+    bang = jnp.pi * 0.6
+    bias_beta0 = config.bias_beta0_norm * jnp.array([jnp.cos(bang), jnp.sin(bang)])
+    bias_deltas = jnp.asarray(config.bias_deltas)
+    ba0, bw0 = jax.vmap(_init, (None, 0))(bias_beta0, bias_deltas)
+    tb = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-2, config.bias_t_max, 80)])
+    bsim = jax.vmap(
+        lambda a, w: gradient_flow(_raw_loss, {"a": a, "w": w}, tb, (Xl, yl), atol=1e-16)
+    )(ba0, bw0)
+    bpath = bsim["a"][..., None] * bsim["w"]
+    reached = bpath[:, -1]
+    flips = np.asarray(bsim["a"][:, -1] * ba0 < 0)
+    eq72 = jnp.stack(
+        [
+            sn.implicit_bias_1d(Xl, yl, bias_beta0, dl, a_changes_sign=bool(f))
+            for dl, f in zip(bias_deltas, flips, strict=True)
+        ]
+    )
+    program = jnp.stack(
+        [
+            sn.implicit_bias(Xl, yl, bias_beta0, dl, a_changes_sign=bool(f))
+            for dl, f in zip(bias_deltas, flips, strict=True)
+        ]
+    )
+
+    def err(x, y_):
+        return float(jnp.max(jnp.abs(x - y_)))
+
+    summary = {
+        "fig3_max_err_mu": err(theory.mu, mu_s),
+        "fig3_max_err_phi": err(theory.phi, phi_s),
+        "fig3_max_err_S": err(S_t, S_s),
+        "fig4a_max_err_beta": err(theory.beta, beta_s),
+        "fig4b_max_err_eq72": err(eq72, reached),
+        "fig4b_max_err_program": err(program, reached),
+        "fig4b_max_residual": float(jnp.max(jnp.abs(reached @ Xl.T - yl))),
+        "fig4b_sign_flips": int(flips.sum()),
+    }
+    for dl, s_end in zip(config.deltas, np.asarray(S_s[:, -1]), strict=True):
+        summary[f"S_final_delta_{dl:g}"] = float(s_end)
+    return {
+        "summary": summary,
+        "t": t,
+        "deltas": deltas,
+        "sim": {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": beta_s},
+        "theory": {"mu": theory.mu, "phi": theory.phi, "S": S_t, "beta": theory.beta},
+        "beta_star": beta_star,
+        "bias": {
+            "deltas": bias_deltas,
+            "X": Xl,
+            "y": yl,
+            "v": v,
+            "beta_min": beta_min,
+            "beta0": bias_beta0,
+            "paths": bpath,
+            "reached": reached,
+            "eq72": eq72,
+            "program": program,
+            "alpha_reached": (reached - beta_min) @ v,
+            "alpha_eq72": (eq72 - beta_min) @ v,
+        },
+    }
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """K Fig 3 (μ, φ, S vs t) and Fig 4 (β paths; implicit bias vs δ) from the saved results."""
+    import matplotlib.pyplot as plt
+
+    t = np.asarray(results["t"])
+    deltas = np.asarray(results["deltas"])
+    sim, th = results["sim"], results["theory"]
+    colors = plt.cm.coolwarm(np.linspace(0.0, 1.0, len(deltas)))
+    paths = []
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for key, ax, label in zip(("mu", "phi", "S"), axes, ("μ", "φ", "S(0, t)"), strict=True):
+        for i, dl in enumerate(deltas):
+            ax.plot(t[1:], np.asarray(sim[key])[i, 1:], color=colors[i], lw=2, label=f"δ = {dl:g}")
+            ax.plot(t[1:], np.asarray(th[key])[i, 1:], "k--", lw=0.9)
+        ax.set_xscale("log")
+        ax.set_xlabel("t")
+        ax.set_title(label)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("K Fig 3: gradient flow (solid) vs exact solution (dashed)")
+    paths.append(io.save_figure(fig, run_dir / "fig3_mu_phi_S.png"))
+
+    b = results["bias"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), layout="constrained")
+    ax = axes[0]
+    for i, dl in enumerate(deltas):
+        bs = np.asarray(sim["beta"])[i]
+        ax.plot(bs[:, 0], bs[:, 1], color=colors[i], lw=2, label=f"δ = {dl:g}")
+        bt = np.asarray(th["beta"])[i]
+        ax.plot(bt[:, 0], bt[:, 1], "k--", lw=0.9)
+    star = np.asarray(results["beta_star"])
+    ax.plot(*star, "k*", ms=12)
+    ax.set_aspect("equal")
+    ax.set_title("(a) whitened: β(t)")
+    ax.legend(fontsize=7)
+
+    ax = axes[1]
+    bdel = np.asarray(b["deltas"])
+    bcol = plt.cm.coolwarm(np.linspace(0.0, 1.0, len(bdel)))
+    X, y, v = np.asarray(b["X"])[0], np.asarray(b["y"])[0], np.asarray(b["v"])
+    bmin = np.asarray(b["beta_min"])
+    along = (np.asarray(b["paths"]).reshape(-1, 2) - bmin) @ v
+    line = bmin[None, :] + np.array([along.min() - 0.2, along.max() + 0.2])[:, None] * v[None, :]
+    ax.plot(line[:, 0], line[:, 1], color="0.6", lw=1, label="Xβ = y")
+    for i in range(len(bdel)):
+        p = np.asarray(b["paths"])[i]
+        ax.plot(p[:, 0], p[:, 1], color=bcol[i], lw=1.5)
+    eq = np.asarray(b["eq72"])
+    ax.plot(eq[:, 0], eq[:, 1], "ko", ms=4, label="K Eq. 72")
+    ax.plot(*np.asarray(b["beta0"]), "ks", ms=5, label="β₀")
+    ax.set_aspect("equal")
+    ax.set_title(f"(b) rank-one X = {np.round(X, 2)}, y = {y:g}")
+    ax.legend(fontsize=7)
+
+    ax = axes[2]
+    ax.plot(bdel, np.asarray(b["alpha_reached"]), "o", color="C0", label="gradient flow")
+    ax.plot(bdel, np.asarray(b["alpha_eq72"]), "k--", label="K Eq. 72")
+    ax.set_xlabel("δ")
+    ax.set_ylabel("α = vᵀ(β(∞) − β_min)")
+    ax.set_title("(c) implicit bias vs δ")
+    ax.legend(fontsize=7)
+    paths.append(io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png"))
+    return paths

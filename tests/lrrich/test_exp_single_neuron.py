@@ -1,0 +1,16 @@
+"""The K Fig 3/4 experiment on a tiny config: theory matches simulation, figures and report exist."""
+
+from lrrich.registry import get
+from lrrich.runner import run_experiment
+
+
+def test_single_neuron_experiment_tiny(tmp_path):
+    exp = get("kunin-single-neuron")
+    cfg = exp.config(
+        "small",
+        {"deltas": "-2,0,2", "n_times": "20", "t_max": "20", "bias_deltas": "-1,0,1"},
+    )
+    res = run_experiment(exp, cfg, tmp_path)
+    errs = {k: v for k, v in res["summary"].items() if "err" in k}
+    assert errs and max(errs.values()) < 1e-8, errs
+    assert list(tmp_path.glob("*.png")) and (tmp_path / "report.md").exists()
