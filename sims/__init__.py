@@ -6,7 +6,7 @@ Solvers never enable float64 themselves: wrap calls in ``jax.enable_x64(True)`` 
 experiments do) for reference-quality answers.
 """
 
-from sims import diagonal, linear_model, saxe, single_neuron
+from sims import diagonal, linear_model, piecewise_linear, saxe, single_neuron, wide_deep
 from sims.gradient_flow import gradient_flow, vector_field_flow
 from sims.tolerances import tolerance
 
@@ -14,8 +14,10 @@ __all__ = [
     "diagonal",
     "gradient_flow",
     "linear_model",
+    "piecewise_linear",
     "saxe",
     "single_neuron",
     "tolerance",
     "vector_field_flow",
+    "wide_deep",
 ]

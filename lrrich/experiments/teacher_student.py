@@ -1,0 +1,189 @@
+"""K Fig 1(b) at reduced size: scale τ × geometry δ sweep of a ReLU student learning a ReLU teacher.
+
+Setup (Kunin et al. 2024, App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx) with w*_i ~ Unif(S^{d−1}),
+a*_i ~ Unif{±1}; inputs x ~ Unif(S^{d−1}); student f(x) = Σ_{i≤h} a_i relu(w_iᵀx) with the symmetrised
+base initialisation (w_i ~ Unif(S^{d−1}), a_i = ±1, second half w_{i+h/2} = w_i, a_{i+h/2} = −a_i, so
+f ≡ 0 at t = 0). Each (τ, δ) rescales the base init: w_i → (τ/α) w_i, a_i → τα a_i with
+δ = τ²(α² − α^{−2}) (the per-neuron conserved quantity), i.e. α² = (δ/τ² + √(δ²/τ⁴ + 4))/2.
+Training: full-batch gradient descent on the mean square loss ½·(1/n)Σ(f − y)² with learning rate
+``lr_scale/τ²`` for ``steps`` steps (``sims.piecewise_linear.solve`` with ``method="euler"``).
+Recorded: test loss on held-out data, kernel distance S(0, t) = 1 − ⟨K0, Kt⟩/(‖K0‖‖Kt‖) of the
+training-set NTK, Hamming distance of activation patterns, and training loss.
+
+Command: ``lrrich run teacher-student --out runs/ts`` (small: d = 20, h = 50, n = 200, 6 τ × 5 δ
+grid, 2 seeds, 4000 GD steps; 20 s of CPU, ~2 min wall on the shared 2-core machine).
+Expected (paper): lazy (kernel distance ≈ 0, high test loss) at large τ; rich at small τ;
+smallest test loss and fastest kernel movement at small τ and large positive δ (upstream).
+``--scale paper`` is the paper's size (d = 100, h = 50, k = 3, n = 1000, 16 seeds, 10⁵ steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sims import piecewise_linear as pl
+
+NAME = "teacher-student"
+DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geometry delta (ReLU)"
+PAPER = {
+    "rich regime": "small tau",
+    "lazy regime": "large tau",
+    "lowest test loss": "small tau, delta > 0 (upstream)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Teacher–student sweep; defaults are a CPU-small version of K Fig 1(b)."""
+
+    seed: int = 0
+    d: int = 20  # input dimension
+    h: int = 50  # student width (even: symmetrised init)
+    k: int = 3  # teacher width
+    n_train: int = 200
+    n_test: int = 2000
+    taus: tuple[float, ...] = (0.1, 0.18, 0.33, 0.6, 1.1, 2.0)  # log-spaced in [0.1, 2]
+    deltas: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)
+    n_seeds: int = 2
+    steps: int = 4000
+    lr_scale: float = 5e-3  # learning rate lr_scale / τ²
+    n_save: int = 20
+
+
+SCALES = {
+    "small": Config(),
+    "paper": Config(
+        d=100,
+        h=50,
+        k=3,
+        n_train=1000,
+        n_test=10000,
+        taus=tuple(float(v) for v in np.geomspace(0.1, 2.0, 10)),
+        deltas=tuple(float(v) for v in np.linspace(-1.0, 1.0, 11)),
+        n_seeds=16,
+        steps=100_000,
+        n_save=100,
+    ),
+}
+
+
+def _sphere(key, shape):
+    x = jax.random.normal(key, shape)
+    return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _problem(key, cfg: Config):
+    """Teacher, train/test data and the symmetrised base student initialisation for one seed."""
+    kt, ka, kx, kxt, kw, ks = jax.random.split(key, 6)
+    w_t = _sphere(kt, (cfg.k, cfg.d))
+    a_t = jnp.where(jax.random.bernoulli(ka, 0.5, (cfg.k,)), 1.0, -1.0)
+    X = _sphere(kx, (cfg.n_train, cfg.d))
+    Xt = _sphere(kxt, (cfg.n_test, cfg.d))
+    y, yt = (pl.network(a_t, w_t, x) for x in (X, Xt))
+    w = _sphere(kw, (cfg.h // 2, cfg.d))
+    a = jnp.where(jax.random.bernoulli(ks, 0.5, (cfg.h // 2,)), 1.0, -1.0)
+    return X, y, Xt, yt, jnp.concatenate([a, -a]), jnp.concatenate([w, w])
+
+
+def _alpha(tau, delta):
+    """Layer ratio α from δ = τ²(α² − α^{−2})."""
+    r = delta / tau**2
+    return jnp.sqrt((r + jnp.sqrt(r**2 + 4.0)) / 2.0)
+
+
+def _train(tau, delta, X, y, Xt, yt, a_base, W_base, cfg: Config):
+    """One student at (τ, δ): GD trajectory → test loss, kernel & Hamming distance, train loss."""
+    alpha = _alpha(tau, delta)
+    a0, W0 = tau * alpha * a_base, (tau / alpha) * W_base
+    n = X.shape[0]
+    lr = cfg.lr_scale / tau**2
+    t = lr * (cfg.steps // cfg.n_save) * jnp.arange(cfg.n_save + 1)
+    # Mean loss ½(1/n)Σρ² = the sum-convention flow of sims.piecewise_linear on (X, y)/√n.
+    s = 1.0 / jnp.sqrt(jnp.asarray(n, X.dtype))
+    traj = pl.solve(a0, W0, X * s, y * s, t, n_substeps=cfg.steps // cfg.n_save, method="euler")
+    test = jax.vmap(lambda a, W: 0.5 * jnp.mean((pl.network(a, W, Xt) - yt) ** 2))(traj.a, traj.W)
+    K = jax.vmap(lambda a, W: pl.ntk(a, W, X))(traj.a, traj.W)
+    C = jax.vmap(lambda W: pl.activation_pattern(W, X))(traj.W)
+    return {
+        "time": t,
+        "test_loss": test,
+        "train_loss": traj.loss,
+        "kernel_distance": pl.kernel_distance(K[0], K),
+        "hamming_distance": pl.hamming_distance(C[0], C),
+    }
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Sweep (seed, τ, δ) with vmaps; returns per-(τ, δ) curves averaged over seeds."""
+    cfg = config
+    if cfg.h % 2:
+        raise ValueError(f"h must be even for the symmetrised initialisation, got {cfg.h}")
+    if cfg.steps % cfg.n_save:
+        raise ValueError(f"steps ({cfg.steps}) must be a multiple of n_save ({cfg.n_save})")
+    taus = jnp.asarray(cfg.taus)
+    deltas = jnp.asarray(cfg.deltas)
+    tt, dd = (v.ravel() for v in jnp.meshgrid(taus, deltas, indexing="ij"))
+
+    def per_seed(key):
+        X, y, Xt, yt, a_b, W_b = _problem(key, cfg)
+        return jax.vmap(lambda ta, de: _train(ta, de, X, y, Xt, yt, a_b, W_b, cfg))(tt, dd)
+
+    keys = jax.random.split(jax.random.PRNGKey(cfg.seed), cfg.n_seeds)
+    out = jax.jit(lambda ks: jax.lax.map(per_seed, ks))(keys)
+    shape = (len(cfg.taus), len(cfg.deltas), cfg.n_save + 1)
+    mean = {k: np.asarray(v).mean(axis=0).reshape(shape) for k, v in out.items()}
+    final = {k: v[..., -1] for k, v in mean.items() if k != "time"}
+    i_best = np.unravel_index(np.argmin(final["test_loss"]), final["test_loss"].shape)
+    summary = {
+        "best_test_loss": float(final["test_loss"][i_best]),
+        "best_tau": float(cfg.taus[i_best[0]]),
+        "best_delta": float(cfg.deltas[i_best[1]]),
+        "test_loss_small_tau_upstream": float(final["test_loss"][0, -1]),
+        "test_loss_small_tau_downstream": float(final["test_loss"][0, 0]),
+        "test_loss_large_tau_balanced": float(final["test_loss"][-1, len(cfg.deltas) // 2]),
+        "kernel_distance_small_tau_upstream": float(final["kernel_distance"][0, -1]),
+        "kernel_distance_large_tau_balanced": float(
+            final["kernel_distance"][-1, len(cfg.deltas) // 2]
+        ),
+        "max_final_train_loss": float(final["train_loss"].max()),
+    }
+    return {
+        "summary": summary,
+        "taus": list(cfg.taus),
+        "deltas": list(cfg.deltas),
+        "time_over_tau2": (np.asarray(out["time"])[0, 0] * cfg.taus[0] ** 2).tolist(),
+        "final": {k: v.tolist() for k, v in final.items()},
+        "curves": {k: v.tolist() for k, v in mean.items() if k != "time"},
+    }
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """Heat maps over (δ, τ) of final test loss, kernel distance, Hamming distance (K Fig 1b, 10)."""
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+
+    taus, deltas = np.asarray(results["taus"]), np.asarray(results["deltas"])
+    panels = [
+        ("test_loss", "test loss", True),
+        ("kernel_distance", "kernel distance S(0, T)", False),
+        ("hamming_distance", "Hamming distance", False),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), layout="constrained")
+    for ax, (key, title, log) in zip(axes, panels, strict=True):
+        val = np.asarray(results["final"][key])
+        img = np.log10(np.maximum(val, 1e-300)) if log else val
+        im = ax.imshow(img, origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(deltas)), [f"{v:g}" for v in deltas])
+        ax.set_yticks(range(len(taus)), [f"{v:.2g}" for v in taus])
+        ax.set_xlabel("δ (geometry)")
+        ax.set_ylabel("τ (scale)")
+        ax.set_title(("log10 " if log else "") + title)
+        fig.colorbar(im, ax=ax)
+    fig.suptitle("ReLU teacher–student (K Fig 1b, reduced size)")
+    return [save_figure(fig, Path(run_dir) / "teacher_student_heatmaps.png")]

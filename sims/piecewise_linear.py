@@ -1,0 +1,375 @@
+"""Two-layer piecewise-linear networks f(x) = aᵀσ(Wx), σ(z) = max(z, γz) (Kunin et al. 2024, §5, App. C).
+
+Convention (K Eq 124): gradient flow with rates η_a (second layer a) and η_w (first layer W) on
+
+.. math::  L = \\tfrac12 \\sum_{j=1}^n \\rho_j^2, \\qquad \\rho_j = f(x_j) - y_j,
+
+a *sum* over the n data points. The mean loss ½·(1/n)Σρ² is the same flow on the data (X, y)/√n,
+since f is positively homogeneous in x.
+
+Per hidden neuron i: β_i = a_i w_i, conserved δ_i = η_w a_i² − η_a‖w_i‖², activation pattern
+c_ij = σ'(w_iᵀx_j) ∈ {γ, 1} (C is h × n), driving vector ξ_i = Σ_j c_ij x_j ρ_j and
+
+.. math::  \\dot\\beta_i = -(\\eta_w a_i^2 I + \\eta_a w_i w_i^\\top)\\,\\xi_i = -M_i \\xi_i   \\quad (K Eq 8/125).
+
+Signed spherical coordinates μ_i = a_i‖w_i‖, β̂_i = w_i/‖w_i‖ evolve as (K Eq 9/127), with
+κ_i = √(δ_i² + 4η_aη_wμ_i²),
+
+.. math::  \\dot\\mu_i = -\\kappa_i \\hat\\beta_i^\\top\\xi_i, \\qquad
+           \\dot{\\hat\\beta}_i = -\\frac{\\kappa_i + \\delta_i}{2\\mu_i}(I - \\hat\\beta_i\\hat\\beta_i^\\top)\\xi_i .
+
+There is no closed form: :func:`solve` integrates either set of coordinates with a fixed-step scheme.
+
+**Why fixed steps.** The vector field is only piecewise smooth: it jumps whenever a pre-activation
+w_iᵀx_j changes sign. Adaptive high-order solvers lose their order at every such kink and spend
+most of their work rejecting steps around it, and under ``vmap`` over seeds all lanes advance in
+lock-step with the slowest one. A fixed-step RK4 (or Euler, which *is* full-batch gradient descent
+with learning rate dt, the paper's training procedure) inside ``lax.scan`` has no data-dependent
+control flow, vmaps perfectly and costs a known number of field evaluations. Its accuracy is
+checked in the tests against diffrax Dopri8 (:func:`sims.gradient_flow`) and between the two
+coordinate systems.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from sims._checks import as_float, check_finite, check_shape, is_concrete
+
+__all__ = [
+    "Trajectory",
+    "solve",
+    "activation",
+    "activation_pattern",
+    "network",
+    "neuron_coordinates",
+    "parameters_from_coordinates",
+    "ntk",
+    "hamming_distance",
+    "kernel_distance",
+]
+
+
+class Trajectory(NamedTuple):
+    """Gradient-flow trajectory of a two-layer piecewise-linear network at the save times ``t``."""
+
+    t: jax.Array  # (T,) save times
+    a: jax.Array  # (T, h) second-layer weights a_i
+    W: jax.Array  # (T, h, d) first-layer weights w_i (rows)
+    mu: jax.Array  # (T, h) signed radius μ_i = a_i‖w_i‖
+    beta_hat: jax.Array  # (T, h, d) direction β̂_i = w_i/‖w_i‖
+    delta: jax.Array  # (h,) conserved δ_i = η_w a_i² − η_a‖w_i‖²
+    loss: jax.Array  # (T,) training loss ½Σ_j ρ_j²
+
+
+def _check_gamma(gamma) -> jax.Array:
+    gamma = as_float(gamma, "gamma")
+    if gamma.ndim != 0:
+        raise ValueError(f"gamma must be a scalar in [0, 1), got shape {gamma.shape}")
+    if is_concrete(gamma) and not (0.0 <= float(gamma) < 1.0):
+        raise ValueError(f"gamma must lie in [0, 1) (σ(z) = max(z, γz)), got {float(gamma)}")
+    return gamma
+
+
+def activation(z: jax.Array, gamma: jax.Array | float = 0.0) -> jax.Array:
+    """Leaky-ReLU family σ(z) = max(z, γz), γ ∈ [0, 1) (K §5); γ = 0 is ReLU."""
+    gamma = _check_gamma(gamma)
+    return jnp.maximum(z, gamma * z)
+
+
+def activation_pattern(W: jax.Array, X: jax.Array, gamma: jax.Array | float = 0.0) -> jax.Array:
+    """Activation-pattern matrix C with c_ij = σ'(w_iᵀx_j) ∈ {γ, 1} (K §5, Eq 8).
+
+    At an exact tie w_iᵀx_j = 0 the subgradient γ is used.
+
+    Args:
+      W: (h, d) first-layer weights, rows w_i.
+      X: (n, d) inputs, rows x_j.
+      gamma: slope γ ∈ [0, 1) of σ on the negative half-line.
+
+    Returns:
+      C: (h, n).
+    """
+    gamma = _check_gamma(gamma)
+    z = W @ X.T
+    return jnp.where(z > 0, jnp.ones_like(z), gamma * jnp.ones_like(z))
+
+
+def network(a: jax.Array, W: jax.Array, X: jax.Array, gamma: jax.Array | float = 0.0) -> jax.Array:
+    """Network outputs f(x_j) = Σ_i a_i σ(w_iᵀx_j) (K §5).
+
+    Args:
+      a: (h,) second-layer weights; W: (h, d) first-layer weights; X: (n, d) inputs; gamma: γ.
+
+    Returns:
+      f: (n,).
+    """
+    return activation(X @ W.T, gamma) @ a
+
+
+def neuron_coordinates(
+    a: jax.Array, W: jax.Array, eta_a: float | jax.Array = 1.0, eta_w: float | jax.Array = 1.0
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Signed spherical coordinates μ_i = a_i‖w_i‖, β̂_i = w_i/‖w_i‖ and δ_i (K Eq 9/127).
+
+    Args:
+      a: (..., h) second-layer weights a_i; W: (..., h, d) first-layer weights w_i (‖w_i‖ > 0).
+      eta_a, eta_w: learning rates η_a, η_w.
+
+    Returns:
+      (mu (..., h), beta_hat (..., h, d), delta (..., h)) with δ_i = η_w a_i² − η_a‖w_i‖².
+    """
+    norm = jnp.linalg.norm(W, axis=-1)
+    return a * norm, W / norm[..., None], eta_w * a**2 - eta_a * norm**2
+
+
+def parameters_from_coordinates(
+    mu: jax.Array,
+    beta_hat: jax.Array,
+    delta: jax.Array,
+    eta_a: float | jax.Array = 1.0,
+    eta_w: float | jax.Array = 1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """Invert :func:`neuron_coordinates`: η_w a_i² = (κ_i + δ_i)/2, η_a‖w_i‖² = (κ_i − δ_i)/2.
+
+    κ_i = √(δ_i² + 4η_aη_wμ_i²) (K Eq 83–84 with rates); a_i carries the sign of μ_i.
+
+    Returns:
+      (a (..., h), W (..., h, d)).
+    """
+    kappa = jnp.sqrt(delta**2 + 4 * eta_a * eta_w * mu**2)
+    a = jnp.sign(mu) * jnp.sqrt(jnp.maximum(kappa + delta, 0.0) / (2 * eta_w))
+    wn = jnp.sqrt(jnp.maximum(kappa - delta, 0.0) / (2 * eta_a))
+    return a, wn[..., None] * beta_hat
+
+
+def ntk(
+    a: jax.Array,
+    W: jax.Array,
+    X: jax.Array,
+    gamma: jax.Array | float = 0.0,
+    eta_a: float | jax.Array = 1.0,
+    eta_w: float | jax.Array = 1.0,
+) -> jax.Array:
+    """Neural tangent kernel K_jk = Σ_i c_ij x_jᵀ M_i x_k c_ik, M_i = η_w a_i² I + η_a w_i w_iᵀ (K §5).
+
+    Computed as η_w (XXᵀ) ⊙ (Cᵀ diag(a²) C) + η_a ZᵀZ with Z = C ⊙ (WXᵀ), in O(n²h).
+
+    Args:
+      a: (h,); W: (h, d); X: (n, d); gamma: γ; eta_a, eta_w: η_a, η_w.
+
+    Returns:
+      K: (n, n), the η-weighted Gram matrix of ∂f(x_j)/∂θ.
+    """
+    C = activation_pattern(W, X, gamma)
+    Z = C * (W @ X.T)
+    return eta_w * (X @ X.T) * ((C.T * a**2) @ C) + eta_a * (Z.T @ Z)
+
+
+def hamming_distance(C0: jax.Array, C: jax.Array) -> jax.Array:
+    """Fraction of activation-pattern entries that differ, mean_ij [c0_ij ≠ c_ij] (K Fig 10).
+
+    Args:
+      C0, C: (..., h, n) activation patterns.
+
+    Returns:
+      (...,) in [0, 1].
+    """
+    return jnp.mean((C0 != C).astype(jnp.result_type(float)), axis=(-2, -1))
+
+
+def kernel_distance(K0: jax.Array, K: jax.Array) -> jax.Array:
+    """Kernel distance S = 1 − ⟨K0, K⟩_F / (‖K0‖_F ‖K‖_F) (Fort et al. 2020; K App. D.1).
+
+    Args:
+      K0, K: (..., n, n) kernels.
+
+    Returns:
+      (...,) in [0, 1] for positive semi-definite kernels.
+    """
+    inner = jnp.sum(K0 * K, axis=(-2, -1))
+    return 1.0 - inner / (jnp.linalg.norm(K0, axis=(-2, -1)) * jnp.linalg.norm(K, axis=(-2, -1)))
+
+
+# --- vector fields -------------------------------------------------------------------------------
+
+
+def _drive(beta: jax.Array, C: jax.Array, X: jax.Array, y: jax.Array):
+    """Residual ρ (n,) and driving vectors ξ_i = Σ_j c_ij x_j ρ_j (h, d), given β_i and C."""
+    rho = jnp.sum(C * (beta @ X.T), axis=0) - y
+    return rho, (C * rho) @ X
+
+
+def _parameter_field(state, args):
+    """K Eq 124: ȧ_i = −η_a w_iᵀξ_i, ẇ_i = −η_w a_i ξ_i."""
+    a, W = state
+    X, y, gamma, eta_a, eta_w = args
+    z = W @ X.T
+    C = jnp.where(z > 0, jnp.ones_like(z), gamma * jnp.ones_like(z))
+    _, xi = _drive(a[:, None] * W, C, X, y)
+    return -eta_a * jnp.sum(W * xi, axis=-1), -eta_w * a[:, None] * xi
+
+
+def _spherical_field(state, args):
+    """K Eq 127 for (μ_i, β̂_i) at fixed δ_i.
+
+    The coefficient (κ + δ)/(2μ) is evaluated as 2η_aη_wμ/(κ − δ) when δ ≤ 0 (same value, as
+    κ² − δ² = 4η_aη_wμ²), which stays finite when μ crosses zero (a downstream neuron whose a_i
+    changes sign).
+    """
+    mu, bh = state
+    X, y, gamma, eta_a, eta_w, delta = args
+    z = bh @ X.T
+    C = jnp.where(z > 0, jnp.ones_like(z), gamma * jnp.ones_like(z))
+    _, xi = _drive(mu[:, None] * bh, C, X, y)
+    kappa = jnp.sqrt(delta**2 + 4 * eta_a * eta_w * mu**2)
+    up = delta > 0
+    coef = jnp.where(
+        up,
+        (kappa + delta) / jnp.where(up, 2 * mu, 1.0),
+        2 * eta_a * eta_w * mu / jnp.where(up, 1.0, kappa - delta),
+    )
+    proj = jnp.sum(bh * xi, axis=-1)
+    return -kappa * proj, -coef[:, None] * (xi - proj[:, None] * bh)
+
+
+def _renormalise(state):
+    mu, bh = state
+    return mu, bh / jnp.linalg.norm(bh, axis=-1, keepdims=True)
+
+
+def _step(field, method, post, state, dt, args):
+    if method == "euler":
+        k1 = field(state, args)
+        return post(jax.tree.map(lambda s, k: s + dt * k, state, k1))
+    add = lambda s, k, c: jax.tree.map(lambda si, ki: si + c * ki, s, k)
+    k1 = field(state, args)
+    k2 = field(add(state, k1, dt / 2), args)
+    k3 = field(add(state, k2, dt / 2), args)
+    k4 = field(add(state, k3, dt), args)
+    new = jax.tree.map(
+        lambda s, a1, a2, a3, a4: s + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4), state, k1, k2, k3, k4
+    )
+    return post(new)
+
+
+def _integrate(field, post, state0, t, args, n_substeps: int, method: str):
+    """Fixed-step integration from time 0; ``n_substeps`` equal steps between save times."""
+    t_prev = jnp.concatenate([jnp.zeros((1,), t.dtype), t[:-1]])
+
+    def interval(state, span):
+        dt = (span[1] - span[0]) / n_substeps
+        state = lax.fori_loop(
+            0, n_substeps, lambda _, s: _step(field, method, post, s, dt, args), state
+        )
+        return state, state
+
+    _, states = lax.scan(interval, state0, jnp.stack([t_prev, t], axis=-1))
+    return states
+
+
+@partial(jax.jit, static_argnames=("n_substeps", "method", "coordinates"))
+def _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates):
+    mu0, bh0, delta = neuron_coordinates(a0, W0, eta_a, eta_w)
+    if coordinates == "parameters":
+        a, W = _integrate(
+            _parameter_field,
+            lambda s: s,
+            (a0, W0),
+            t,
+            (X, y, gamma, eta_a, eta_w),
+            n_substeps,
+            method,
+        )
+        mu, bh, _ = neuron_coordinates(a, W, eta_a, eta_w)
+    else:
+        mu, bh = _integrate(
+            _spherical_field,
+            _renormalise,
+            (mu0, bh0),
+            t,
+            (X, y, gamma, eta_a, eta_w, delta),
+            n_substeps,
+            method,
+        )
+        a, W = parameters_from_coordinates(mu, bh, delta, eta_a, eta_w)
+    f = jax.vmap(lambda ai, Wi: network(ai, Wi, X, gamma))(a, W)
+    loss = 0.5 * jnp.sum((f - y) ** 2, axis=-1)
+    return Trajectory(t, a, W, mu, bh, delta, loss)
+
+
+def solve(
+    a0: jax.Array,
+    W0: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    t: jax.Array,
+    *,
+    gamma: jax.Array | float = 0.0,
+    eta_a: jax.Array | float = 1.0,
+    eta_w: jax.Array | float = 1.0,
+    n_substeps: int = 100,
+    method: str = "rk4",
+    coordinates: str = "parameters",
+) -> Trajectory:
+    """Gradient flow of f(x) = Σ_i a_i σ(w_iᵀx) on L = ½Σ_j(f(x_j) − y_j)² (K Eq 124 / Eq 127).
+
+    .. math::  \\dot a_i = -\\eta_a w_i^\\top \\xi_i, \\quad \\dot w_i = -\\eta_w a_i \\xi_i, \\quad
+               \\xi_i = \\sum_j \\sigma'(w_i^\\top x_j)\\, x_j \\rho_j
+
+    integrated from time 0 with ``n_substeps`` fixed steps between consecutive save times, either on
+    the raw parameters (``coordinates="parameters"``) or on the per-neuron signed spherical
+    coordinates (μ_i, β̂_i) at fixed δ_i (``coordinates="spherical"``, K Eq 127). Both return the
+    same :class:`Trajectory`. ``method="euler"`` on the parameters is full-batch gradient descent
+    with learning rate dt. Every array argument may be traced (vmap over seeds, γ, rates, times).
+
+    Args:
+      a0: (h,) initial second-layer weights a_i(0).
+      W0: (h, d) initial first-layer weights w_i(0), every row non-zero.
+      X: (n, d) training inputs x_j.
+      y: (n,) targets y_j.
+      t: (T,) non-decreasing save times, t[0] ≥ 0 (t[0] = 0 returns the initialisation first).
+      gamma: γ ∈ [0, 1), σ(z) = max(z, γz).
+      eta_a, eta_w: learning rates η_a, η_w > 0.
+      n_substeps: steps per save interval (static).
+      method: "rk4" (default) or "euler" (static).
+      coordinates: "parameters" or "spherical" (static).
+
+    Returns:
+      :class:`Trajectory` with a (T, h), W (T, h, d), μ (T, h), β̂ (T, h, d), δ (h,), loss (T,).
+    """
+    a0, W0, X, y, t = (
+        as_float(v, n) for v, n in zip((a0, W0, X, y, t), "a0 W0 X y t".split(), strict=True)
+    )
+    if W0.ndim != 2:
+        raise ValueError(f"W0 must have shape (h, d), got {W0.shape}")
+    h, d = W0.shape
+    check_shape(a0, "a0", (h,), "(h,) matching W0 (h, d)")
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"X must have shape (n, {d}) matching W0 (h, d), got {X.shape}")
+    check_shape(y, "y", (X.shape[0],), "(n,) matching X (n, d)")
+    if t.ndim != 1 or t.shape[0] == 0:
+        raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
+    gamma = _check_gamma(gamma)
+    if method not in ("rk4", "euler"):
+        raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
+    if coordinates not in ("parameters", "spherical"):
+        raise ValueError(f"coordinates must be 'parameters' or 'spherical', got {coordinates!r}")
+    if not isinstance(n_substeps, int) or n_substeps < 1:
+        raise ValueError(f"n_substeps must be a positive int, got {n_substeps!r}")
+    for v, n in ((a0, "a0"), (W0, "W0"), (X, "X"), (y, "y"), (t, "t")):
+        check_finite(v, n)
+    if is_concrete(W0) and bool(np.any(np.linalg.norm(np.asarray(W0), axis=-1) == 0)):
+        raise ValueError("every row w_i of W0 must be non-zero (β̂_i = w_i/‖w_i‖ is undefined)")
+    if is_concrete(t) and (np.asarray(t)[0] < 0 or bool(np.any(np.diff(np.asarray(t)) < 0))):
+        raise ValueError("t must be non-decreasing with t[0] >= 0")
+    dtype = jnp.result_type(a0, W0, X, y, t)
+    a0, W0, X, y, t = (v.astype(dtype) for v in (a0, W0, X, y, t))
+    eta_a, eta_w, gamma = (jnp.asarray(v, dtype) for v in (eta_a, eta_w, gamma))
+    return _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates)
