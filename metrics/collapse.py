@@ -151,7 +151,9 @@ def neural_collapse(
         logits = logits.astype(phi.dtype)
     tol = max(p, c) * float(np.finfo(phi.dtype).eps) if rtol is None else rtol
     nc1, nc2, nc3, nc4, rank, spread, scale = _nc(phi, y, head, logits, jnp.asarray(tol, phi.dtype))
-    if is_concrete(spread) and not float(spread) > 4 * float(np.finfo(phi.dtype).eps) * float(scale):
+    if is_concrete(spread) and not float(spread) > 4 * float(np.finfo(phi.dtype).eps) * float(
+        scale
+    ):
         raise ValueError("features are constant over samples: NC1–NC4 are undefined")
     if is_concrete(rank) and int(rank) == 0:
         raise ValueError(

@@ -98,3 +98,18 @@ def test_bad_input():
         neural_collapse(phi, np.arange(10) % 2, head_weight=np.ones((2, 3)))
     with pytest.raises(ValueError, match="shape"):
         neural_collapse(phi, np.arange(9) % 2)
+    labels = np.arange(10) % 2
+    with pytest.raises(ValueError, match="constant over samples"):
+        neural_collapse(np.full((10, 3), 2.5), labels)
+    with pytest.raises(ValueError, match="constant over samples"):
+        neural_collapse(np.zeros((10, 3)), labels)
+    with pytest.raises(ValueError, match="identical class means"):
+        neural_collapse(np.concatenate([phi[:5], phi[:5]]), np.repeat([0, 1], 5))
+    bad = phi.copy()
+    bad[2, 2] = np.nan
+    with pytest.raises(ValueError, match="features contains NaN"):
+        neural_collapse(bad, labels)
+    with pytest.raises(ValueError, match="same number of rows"):
+        neural_collapse(phi, labels, outputs=np.ones((9, 2)))
+    with pytest.raises(ValueError, match="all-zero column"):
+        neural_collapse(phi, labels, head_weight=np.zeros((3, 2)))

@@ -110,8 +110,8 @@ def test_separate_eval_sample_matches_direct_algorithm_and_streaming():
     np.testing.assert_allclose(res.quality, qual, atol=1e-10)
     assert float(res.e1_constant_overlap) == pytest.approx(e1, abs=1e-10)
     stream = feature_decomposition_streaming(
-        (phi_fit[i : i + 64] for i in range(0, n, 64)),
-        ((phi_ev[i : i + 50], f[i : i + 50], y[i : i + 50]) for i in range(0, m, 50)),
+        (phi_fit[i : i + 100] for i in range(0, n, 100)),
+        ((phi_ev[i : i + 100], f[i : i + 100], y[i : i + 100]) for i in range(0, m, 100)),
         n_outputs=c,
     )
     for a, b in zip(stream, res, strict=True):
@@ -120,19 +120,21 @@ def test_separate_eval_sample_matches_direct_algorithm_and_streaming():
     assert res32.cum_utilization.dtype == jnp.float32
     np.testing.assert_allclose(res32.cum_utilization, res.cum_utilization, atol=2e-4)
     np.testing.assert_allclose(res32.rho, res.rho, rtol=1e-3, atol=1e-5 * float(res.rho[0]))
+    assert float(res32.dlr) == pytest.approx(float(res.dlr), abs=5e-5)
 
 
 def test_cumulative_endpoints():
     rng = np.random.default_rng(4)
-    n, p, c = 800, 20, 4
-    labels = np.repeat(np.arange(c), n // c)  # balanced: one-hot components orthogonal, equal norm
-    y = np.eye(c)[labels] * 3.0
-    phi = np.tanh(rng.normal(size=(n, p)) + y @ rng.normal(size=(c, p)) * 0.3)
+    n, p, c, classes = 400, 8, 3, 4  # q = C + C* as in the first test: compiled once
+    labels = np.arange(n) % classes  # balanced: one-hot components orthogonal, equal norm
+    y = np.eye(classes)[labels] * 3.0
+    phi = np.tanh(rng.normal(size=(n, p)) + y @ rng.normal(size=(classes, p)) * 0.3)
     f = phi @ rng.normal(size=(p, c))  # Ĥ ⊂ span Φ
     res = feature_decomposition(phi, phi, f, y)
     assert float(res.cum_utilization[-1]) == pytest.approx(1.0, abs=1e-12)  # Π̂(p) = 1
     p_phi = phi @ np.linalg.pinv(phi)
     want = np.sum((p_phi @ y) ** 2) / np.sum(y**2)  # ‖P_Φ f*‖²/‖f*‖²
+    assert 0.1 < want < 0.99
     assert float(res.cum_quality[-1]) == pytest.approx(want, abs=1e-12)
     assert np.all(np.diff(np.asarray(res.cum_quality)) >= -1e-15)
 
@@ -146,7 +148,9 @@ def test_effective_dimension():
 
 def test_bad_input():
     rng = np.random.default_rng(5)
-    phi, f = rng.normal(size=(50, 6)), rng.normal(size=(50, 2))
+    # shapes of test_mp_operator_features_are_in_the_mf_regime and of the first test, so the
+    # error paths that run the jitted decomposition reuse their compilations
+    phi, f = rng.normal(size=(600, 6)), rng.normal(size=(600, 5))
     with pytest.raises(ValueError, match="n ≥ p"):
         feature_decomposition(phi[:5], phi, f)
     with pytest.raises(ValueError, match="n ≥ p"):
@@ -157,15 +161,24 @@ def test_bad_input():
         feature_decomposition(phi, phi, f[:40])
     with pytest.raises(ValueError, match="same number of rows"):
         feature_decomposition(phi, phi, f, np.eye(2)[:40])
+    with pytest.raises(ValueError, match="C ≤ m"):
+        feature_decomposition(phi, phi[:4], f[:4])
     bad = phi.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         feature_decomposition(bad, phi, f)
+    with pytest.raises(ValueError, match="NaN"):
+        feature_decomposition(phi, phi, f, np.full((600, 2), np.inf))
     with pytest.raises(ValueError, match="all zero"):
-        feature_decomposition(np.zeros((50, 6)), phi, f)
+        feature_decomposition(np.zeros((600, 6)), phi, f)
     with pytest.raises(ValueError, match="constant over samples"):
-        feature_decomposition(phi, np.ones((50, 6)), f)
+        feature_decomposition(phi, np.ones((600, 6)), f)
     with pytest.raises(ValueError, match="zero numerical rank"):
-        feature_decomposition(phi, phi, np.ones((50, 2)))
+        feature_decomposition(phi, phi, np.ones((600, 5)))
+    phi8 = rng.normal(size=(400, 8))
     with pytest.raises(ValueError, match="targets_eval are all zero"):
-        feature_decomposition(phi, phi, f, np.zeros((50, 2)))
+        feature_decomposition(phi8, phi8, phi8[:, :4], np.zeros((400, 3)))
+    with pytest.raises(ValueError, match="positive entry"):
+        effective_dimension(np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        effective_dimension(np.array([1.0, np.nan]))

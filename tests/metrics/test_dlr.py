@@ -31,7 +31,8 @@ def _problem(seed, n, p, c, noise=0.3):
 
 
 @pytest.mark.parametrize(
-    "n,p,c", [(200, 10, 3), (150, 40, 10), (60, 90, 5), (120, 8, 1), (100, 3, 7)]
+    "n,p,c",
+    [(150, 40, 10), (60, 90, 5), (120, 8, 1), (100, 3, 7)],  # p > n, C = 1, C > p
 )
 def test_matches_naive_n_by_n_cka(n, p, c):
     phi, f = _problem(n + p + c, n, p, c)
@@ -41,7 +42,7 @@ def test_matches_naive_n_by_n_cka(n, p, c):
 
 
 def test_numpy_and_jax_float32_inputs():
-    phi, f = _problem(1, 300, 20, 6)
+    phi, f = _problem(1, 150, 40, 10)  # shapes of test_matches_naive_n_by_n_cka: compiled once
     ref = naive_dlr(phi, f)
     for conv in (np.float32, lambda a: jnp.asarray(a, jnp.float32)):
         got = dlr(conv(phi), conv(f))
@@ -105,14 +106,23 @@ def test_softmax_and_biased_head_have_centred_rank_c_minus_1():
 
 
 def test_streaming_matches_in_memory():
-    phi, f = _problem(6, 1000, 25, 8)
+    phi, f = _problem(6, 600, 25, 8)  # batch shapes shared with test_moments (compiled once)
     ref = float(dlr(phi, f))
-    batches = [(phi[i : i + 97], f[i : i + 97]) for i in range(0, 1000, 97)]
+    batches = [(phi[i : i + 100], f[i : i + 100]) for i in range(0, 600, 100)]
     assert float(dlr_streaming(batches)) == pytest.approx(ref, abs=1e-12)
-    batches32 = [(np.float32(a), np.float32(b)) for a, b in batches]
+
+
+@pytest.mark.slow
+def test_streaming_float32():
+    phi, f = _problem(6, 600, 25, 8)
+    ref = float(dlr(phi, f))
+    batches32 = [
+        (np.float32(phi[i : i + 100]), np.float32(f[i : i + 100])) for i in range(0, 600, 100)
+    ]
     assert float(dlr_streaming(iter(batches32))) == pytest.approx(ref, abs=5e-5)
 
 
+@pytest.mark.slow
 def test_jit_and_vmap():
     phi, f = _problem(7, 100, 6, 3)
     ref = float(dlr(phi, f))

@@ -36,6 +36,8 @@ def test_feature_kernel_distance():
         feature_kernel_distance(a, b[:70])
     with pytest.raises(ValueError, match="constant"):
         feature_kernel_distance(a, np.ones((80, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        feature_kernel_distance(a, np.full((80, 2), np.nan))
 
 
 def _mlp(params, x):
@@ -52,27 +54,49 @@ def _params(key, d=3, h=7, c=2, scale=1.0):
     }
 
 
+def _jacobian(params, x):
+    """(n·C, |θ|) Jacobian of ``_mlp`` written out by hand in NumPy, leaves in ``jax.tree`` order."""
+    w1, b1, w2 = (np.asarray(params[k]) for k in ("w1", "b1", "w2"))
+    x = np.asarray(x)
+    n, d = x.shape
+    hidden, c = w2.shape
+    h = np.tanh(x @ w1 + b1)
+    gate = (1 - h**2)[:, None, :] * w2.T[None]  # ∂f_k/∂(pre-activation_j): (n, C, H)
+    d_b1 = gate
+    d_w1 = x[:, None, :, None] * gate[:, :, None, :]  # (n, C, d, H)
+    d_w2 = np.zeros((n, c, hidden, c))
+    for k in range(c):
+        d_w2[:, k, :, k] = h
+    parts = [d_b1.reshape(n * c, -1), d_w1.reshape(n * c, -1), d_w2.reshape(n * c, -1)]
+    return np.concatenate(parts, axis=1)  # keys sorted: b1, w1, w2
+
+
+X = jax.random.normal(jax.random.PRNGKey(1), (6, 3))
+
+
 def test_empirical_ntk_matches_explicit_jacobian():
     params = _params(jax.random.PRNGKey(0))
-    x = jax.random.normal(jax.random.PRNGKey(1), (6, 3))
-    jac = jax.jacrev(lambda p: _mlp(p, x).reshape(-1))(params)
-    j = jnp.concatenate([v.reshape(12, -1) for v in jax.tree.leaves(jac)], axis=1)
-    np.testing.assert_allclose(empirical_ntk(_mlp, params, x, chunk=5), j @ j.T, atol=1e-12)
+    j = _jacobian(params, X)
+    np.testing.assert_allclose(empirical_ntk(_mlp, params, X, chunk=5), j @ j.T, atol=1e-12)
 
 
 def test_ntk_kernel_distance():
     p0 = _params(jax.random.PRNGKey(0))
-    x = jax.random.normal(jax.random.PRNGKey(1), (5, 3))
-    assert float(ntk_kernel_distance(_mlp, p0, p0, x)) == pytest.approx(0.0, abs=1e-12)
+    assert float(ntk_kernel_distance(_mlp, p0, p0, X, chunk=5)) == pytest.approx(0.0, abs=1e-12)
     p1 = _params(jax.random.PRNGKey(2))
-    k1, k2 = empirical_ntk(_mlp, p0, x), empirical_ntk(_mlp, p1, x)
-    want = float(1 - jnp.sum(k1 * k2) / (jnp.linalg.norm(k1) * jnp.linalg.norm(k2)))
-    assert float(ntk_kernel_distance(_mlp, p0, p1, x)) == pytest.approx(want, abs=1e-12)
+    j0, j1 = _jacobian(p0, X), _jacobian(p1, X)
+    k0, k1 = j0 @ j0.T, j1 @ j1.T
+    want = 1 - np.sum(k0 * k1) / (np.linalg.norm(k0) * np.linalg.norm(k1))
+    assert float(ntk_kernel_distance(_mlp, p0, p1, X, chunk=5)) == pytest.approx(want, abs=1e-12)
     assert 0.0 < want < 1.0
     # a linear model's NTK does not move: S = 0 between any two parameter values
     lin = lambda p, x: x @ p["w"]
     pa, pb = {"w": jnp.ones((3, 2))}, {"w": -5.0 * jnp.ones((3, 2))}
-    assert float(ntk_kernel_distance(lin, pa, pb, x)) == pytest.approx(0.0, abs=1e-12)
+    assert float(ntk_kernel_distance(lin, pa, pb, X, chunk=5)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="same pytree structure"):
+        ntk_kernel_distance(lin, pa, {"v": pa["w"]}, X)
+    with pytest.raises(ValueError, match="identically zero"):
+        ntk_kernel_distance(lambda p, x: 0.0 * (x @ p["w"]), pa, pb, X, chunk=5)
 
 
 def test_parameter_norm_and_distance():

@@ -29,8 +29,11 @@ def _check_against_definition(m, phi, out, rtol):
     np.testing.assert_allclose(m.cross, pc.T @ oc, atol=rtol * np.abs(pc).sum(0).max())
     g = np.asarray(m.out_factor, np.float64)
     np.testing.assert_allclose(g.T @ g, oc.T @ oc, atol=rtol * np.linalg.norm(oc, 2) ** 2)
-    s_ref = np.linalg.svd(oc, compute_uv=False)  # LAPACK SVD of the tall centred outputs
-    np.testing.assert_allclose(np.linalg.svd(g, compute_uv=False), s_ref, atol=rtol * s_ref[0])
+    # LAPACK SVD of the tall centred outputs; these softmax outputs have a graded spectrum
+    # (s₇/s₁ ≈ 2·10⁻¹¹), the hard case for the Rayleigh–Ritz factor (measured ≈ 460ε·s₁)
+    s_ref = np.linalg.svd(oc, compute_uv=False)
+    s_tol = 2e3 * np.finfo(np.float64).eps * s_ref[0]
+    np.testing.assert_allclose(np.linalg.svd(g, compute_uv=False), s_ref, atol=s_tol)
 
 
 def test_streaming_equals_in_memory_and_definitions():
@@ -46,7 +49,7 @@ def test_streaming_equals_in_memory_and_definitions():
 
 def test_merge_order_invariance():
     phi, out = _data(1, 600)
-    a, b, c = (moments(phi[s], out[s]) for s in (slice(0, 100), slice(100, 300), slice(300, 600)))
+    a, b, c = (moments(phi[s], out[s]) for s in (slice(0, 100), slice(100, 200), slice(200, 600)))
     orders = [
         merge_moments(merge_moments(a, b), c),
         merge_moments(a, merge_moments(b, c)),
@@ -63,7 +66,7 @@ def test_merge_order_invariance():
 
 def _float32_errors(n, batch, seed):
     """(max entrywise |ΔS| / bound, relative Frobenius error of S, output rank floor / (ε s₁))."""
-    phi, out = _data(seed, n, p=16, c=8)
+    phi, out = _data(seed, n)
     phi32, out32 = np.float32(phi), np.float32(out)
     m = accumulate_moments((phi32[i : i + batch], out32[i : i + batch]) for i in range(0, n, batch))
     assert m.phi_css.dtype == jnp.float32

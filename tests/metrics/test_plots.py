@@ -9,9 +9,9 @@ from metrics.plots import plot_feature_decomposition, plot_metric_history
 
 def test_plots():
     rng = np.random.default_rng(0)
-    phi = rng.normal(size=(200, 16))
-    y = np.eye(4)[rng.integers(0, 4, 200)]
-    res = feature_decomposition(phi, phi, phi @ rng.normal(size=(16, 4)), y)
+    phi = rng.normal(size=(400, 8))  # shapes of test_decomposition: compiled once
+    y = np.eye(3)[rng.integers(0, 3, 400)]
+    res = feature_decomposition(phi, phi, phi @ rng.normal(size=(8, 4)), y)
     as_dict = {"cum_quality": None, "cum_utilization": [0.5, 1.0], "relative_intensity": [1, 0.1]}
     fig = plot_feature_decomposition({"rich": res, "lazy": as_dict})
     assert len(fig.axes) == 3 and fig.axes[0].get_xscale() == "log"
