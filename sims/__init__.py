@@ -6,16 +6,27 @@ Solvers never enable float64 themselves: wrap calls in ``jax.enable_x64(True)`` 
 experiments do) for reference-quality answers.
 """
 
-from sims import diagonal, linear_model, piecewise_linear, saxe, single_neuron, wide_deep
+from sims import (
+    diagonal,
+    lambda_balanced,
+    linear_model,
+    piecewise_linear,
+    saxe,
+    scalar_linear,
+    single_neuron,
+    wide_deep,
+)
 from sims.gradient_flow import gradient_flow, vector_field_flow
 from sims.tolerances import tolerance
 
 __all__ = [
     "diagonal",
     "gradient_flow",
+    "lambda_balanced",
     "linear_model",
     "piecewise_linear",
     "saxe",
+    "scalar_linear",
     "single_neuron",
     "tolerance",
     "vector_field_flow",

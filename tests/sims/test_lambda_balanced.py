@@ -1,0 +1,197 @@
+"""λ-balanced linear network: closed form vs integrator, high-precision naive formula and limits."""
+
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+
+from sims import lambda_balanced
+from sims.lambda_balanced import balanced_init, ntk_kernel_distance, phase_diagram, solve
+
+
+def _naive_mp(W1, W2, sig, t):
+    """X(t) = e^{Ft}Q₀[I + Q₀ᵀG Q₀]⁻¹Q₀ᵀe^{Ft} evaluated as written, in enough digits to be exact."""
+    W1, W2, sig = (np.asarray(x) for x in (W1, W2, sig))
+    h, d = W1.shape
+    c = W2.shape[0]
+    lam = np.trace(W2.T @ W2 - W1 @ W1.T) / h
+    F = np.block([[-lam / 2 * np.eye(d), sig.T], [sig, lam / 2 * np.eye(c)]])
+    fmax = np.max(np.abs(np.linalg.eigvalsh(F)))
+    with mp.workdps(int(40 + 2.4 * fmax * t / np.log(10))):
+        E, V = mp.eigsy(mp.matrix(F.tolist()))
+        Q0 = mp.matrix(np.concatenate([W1.T, W2], 0).tolist())
+        tt = mp.mpf(t)
+        n = d + c
+        eF = V * mp.diag([mp.exp(E[i] * tt) for i in range(n)]) * V.T
+        g = [mp.expm1(2 * E[i] * tt) / (2 * E[i]) if E[i] != 0 else tt for i in range(n)]
+        M = mp.eye(h) + Q0.T * (V * mp.diag(g) * V.T) * Q0
+        X = eF * Q0 * mp.inverse(M) * Q0.T * eF
+        return np.array(X.tolist(), dtype=float)
+
+
+def _blocks_close(sol, i, X, d, atol):
+    np.testing.assert_allclose(sol.network[i], X[d:, :d], atol=atol, rtol=0)
+    np.testing.assert_allclose(sol.w1tw1[i], X[:d, :d], atol=atol, rtol=0)
+    np.testing.assert_allclose(sol.w2w2t[i], X[d:, d:], atol=atol, rtol=0)
+
+
+def test_verify_against_integrator():
+    # Unaligned inits, λ ∈ [−4, 4], scales 1e-3–2, t ∈ [0, 40] (past convergence).
+    assert lambda_balanced.verify(jax.random.key(0), 6) <= 1e-8
+
+
+@pytest.mark.parametrize("lam, scale", [(0.0, 1e-12), (1.0, 1e-3), (-3.0, 1.0), (1e-3, 0.5)])
+def test_matches_high_precision_naive_formula(lam, scale):
+    sig = jax.random.normal(jax.random.key(3), (3, 4))
+    W1, W2 = balanced_init(jax.random.key(5), 4, 3, 3, scale, lam)
+    ts = [0.0, 0.3, 5.0, 20.0, 60.0]
+    sol = solve(W1, W2, sig, jnp.array(ts))
+    for i, t in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1, W2, sig, t), 4, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_matches_high_precision_naive_formula_long_times():
+    sig = jax.random.normal(jax.random.key(3), (3, 4))
+    W1, W2 = balanced_init(jax.random.key(5), 4, 3, 3, 1e-3, -3.0)
+    ts = [200.0, 1000.0, 1e4]
+    sol = solve(W1, W2, sig, jnp.array(ts))
+    for i, t in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1, W2, sig, t), 4, atol=1e-9)
+
+
+def test_hidden_wider_than_growing_space():
+    # d = 3, c = 1, h = 2, λ < 0: F has one growing direction, h = 2 > 1 (needs the rotation W).
+    lam = -0.7
+    O, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(2, 2)))
+    A, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 2)))
+    s2 = np.array([0.5, 0.0])
+    W2 = jnp.array(np.array([[s2[0], 0.0]]) @ O.T)
+    W1 = jnp.array((O * np.sqrt(s2**2 - lam)) @ A.T)
+    sig = jnp.array([[0.8, -0.3, 0.5]])
+    ts = [0.0, 2.0, 30.0, 100.0]
+    sol = solve(W1, W2, sig, jnp.array(ts))
+    for i, t in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1, W2, sig, t), 3, atol=1e-10)
+
+
+def test_t0_and_t_infinity_limits():
+    # t → ∞: W₂W₁ → best rank-h approximation of Σ; the blocks → Σ_i (√(σ²+λ²/4) ∓ λ/2) r rᵀ / u uᵀ.
+    d, h, c, lam = 4, 2, 3, 0.7
+    sig = jax.random.normal(jax.random.key(1), (c, d))
+    W1, W2 = balanced_init(jax.random.key(2), d, h, c, 0.1, lam)
+    sol = solve(W1, W2, sig, jnp.array([0.0, 1e4]))
+    np.testing.assert_allclose(sol.network[0], W2 @ W1, atol=1e-14)
+    np.testing.assert_allclose(sol.w1tw1[0], W1.T @ W1, atol=1e-14)
+    np.testing.assert_allclose(sol.w2w2t[0], W2 @ W2.T, atol=1e-14)
+    U, s, Vt = np.linalg.svd(np.asarray(sig))
+    U, s, Vt = U[:, :h], s[:h], Vt[:h]
+    f = np.sqrt(s**2 + lam**2 / 4)
+    np.testing.assert_allclose(sol.network[1], (U * s) @ Vt, atol=1e-12)
+    np.testing.assert_allclose(sol.w1tw1[1], (Vt.T * (f - lam / 2)) @ Vt, atol=1e-12)
+    np.testing.assert_allclose(sol.w2w2t[1], (U * (f + lam / 2)) @ U.T, atol=1e-12)
+    np.testing.assert_allclose(sol.lam, lam, rtol=1e-12)
+
+
+def _aligned(sigmas, s0, lam):
+    """Task-aligned init with mode strengths s0 (Σ = diag(σ)) and W₂ᵀW₂ − W₁W₁ᵀ = λI."""
+    a = np.sqrt((np.sqrt(lam**2 + 4 * s0**2) - lam) / 2)  # a² (a² + λ) = s0², b² = a² + λ
+    b = s0 / a
+    O, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(len(s0), len(s0))))
+    return jnp.array((O * a).T), jnp.array(O * b), jnp.diag(jnp.array(sigmas))
+
+
+def test_small_lambda_gives_saxe_sigmoid():
+    # λ = 0: ṡ = 2s(σ − s) ⇒ s(t) = σ s₀e^{2σt} / (σ − s₀ + s₀e^{2σt}) (Saxe et al. 2014).
+    sig, s0 = np.array([3.0, 1.0]), np.array([1e-4, 1e-4])
+    W1, W2, S = _aligned(sig, s0, 0.0)
+    t = jnp.linspace(0.0, 8.0, 33)
+    modes = jnp.diagonal(solve(W1, W2, S, t).network, axis1=-2, axis2=-1)
+    e = np.exp(2 * sig * np.asarray(t)[:, None])
+    np.testing.assert_allclose(modes, sig * s0 * e / (sig - s0 + s0 * e), atol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [1e3, -1e3])
+def test_large_lambda_gives_exponential_modes(lam):
+    # |λ| → ∞ (position Eq. 70): s(t) → σ + (s₀ − σ)e^{−|λ|t}, the linear model's modes.
+    sig, s0 = np.array([2.0, 0.5]), np.array([0.1, 0.1])
+    W1, W2, S = _aligned(sig, s0, lam)
+    t = jnp.linspace(0.0, 8.0, 33) / abs(lam)
+    modes = jnp.diagonal(solve(W1, W2, S, t).network, axis1=-2, axis2=-1)
+    expo = sig + (s0 - sig) * np.exp(-abs(lam) * np.asarray(t)[:, None])
+    np.testing.assert_allclose(modes, expo, atol=1e-5)  # O(σ²/λ²)
+    assert np.max(np.abs(modes - expo)) > 1e-9  # not trivially equal
+
+
+def test_kernel_distance_matches_jacobian_ntk():
+    # Naive NTK: Jacobian of f(x) = W₂W₁x on an orthonormal batch, K = J Jᵀ, S = 1 − cos(K₀, K_t).
+    d, h, c = 3, 2, 2
+    key = jax.random.key(4)
+    W1a, W2a = balanced_init(key, d, h, c, 0.3, 0.5)
+    W1b, W2b = jax.random.normal(jax.random.key(5), (h, d)), jax.random.normal(key, (c, h))
+    X = jnp.linalg.qr(jax.random.normal(jax.random.key(6), (d, d)))[0]
+
+    def ntk(W1, W2):
+        J = jax.jacobian(lambda p: jnp.einsum("ch,hd,nd->nc", p[1], p[0], X).reshape(-1))((W1, W2))
+        J = jnp.concatenate([j.reshape(j.shape[0], -1) for j in J], axis=1)
+        return J @ J.T
+
+    K0, K1 = ntk(W1a, W2a), ntk(W1b, W2b)
+    naive = 1 - jnp.sum(K0 * K1) / (jnp.linalg.norm(K0) * jnp.linalg.norm(K1))
+    ours = ntk_kernel_distance(W1a.T @ W1a, W2a @ W2a.T, W1b.T @ W1b, W2b @ W2b.T)
+    np.testing.assert_allclose(ours, naive, rtol=1e-12)
+
+
+def test_phase_diagram_rich_corner_and_lazy_edges():
+    sig = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    pd = phase_diagram(
+        jax.random.key(0), sig, jnp.array([-8.0, 0.0, 8.0]), jnp.array([1e-3, 3.0]), 3, 30.0
+    )
+    S = np.asarray(pd.kernel_distance)
+    assert S.shape == (3, 2)
+    assert S[1, 0] > 0.2  # balanced: rich
+    assert S[0, 0] < 0.05 and S[2, 0] < 0.05  # |λ| ≫ scale²: lazy (only one layer moves)
+    assert S[0, 1] > 5 * S[0, 0]  # the same λ at a larger absolute scale is richer again
+    # λ = 0: the NTK's direction at init does not depend on the scale ("rich at any scale", App. G.2)
+    np.testing.assert_allclose(S[1, 1], S[1, 0], rtol=1e-6)
+    assert np.all(pd.loss < 1e-10)
+
+
+def test_finite_tiny_init_long_time_saddle_vmap_and_no_recompile():
+    sig = jax.random.normal(jax.random.key(7), (2, 3))
+    t = jnp.array([0.0, 1.0, 1e2, 1e4])
+    W1, W2 = balanced_init(jax.random.key(8), 3, 2, 2, 1e-12, 0.0)
+    sol = solve(W1, W2, sig, t)
+    assert all(jnp.all(jnp.isfinite(x)) for x in sol)
+    sad = solve(jnp.zeros((2, 3)), jnp.zeros((2, 2)), sig, t)
+    assert jnp.all(sad.network == 0) and jnp.all(jnp.isfinite(sad.kernel_distance))
+    inits = jax.vmap(lambda lam: balanced_init(jax.random.key(9), 3, 2, 2, 0.5, lam))(
+        jnp.array([-1.0, 0.0, 2.0])
+    )
+    batch = jax.vmap(lambda a, b: solve(a, b, sig, t).network)(*inits)
+    np.testing.assert_allclose(
+        batch[2], solve(inits[0][2], inits[1][2], sig, t).network, atol=1e-14
+    )
+    n = lambda_balanced._solve._cache_size()
+    for lam, s in ((0.3, 1.0), (-2.0, 0.01)):
+        solve(*balanced_init(jax.random.key(1), 3, 2, 2, s, lam), sig, t)
+    assert lambda_balanced._solve._cache_size() == n
+
+
+def test_bad_input():
+    sig = jnp.ones((2, 3))
+    W1, W2 = balanced_init(jax.random.key(0), 3, 2, 2, 0.5, 1.0)
+    bad = W2.at[0, 0].add(0.1)
+    C = np.asarray(bad.T @ bad - W1 @ W1.T)
+    viol = np.max(np.abs(C - np.trace(C) / 2 * np.eye(2)))
+    with pytest.raises(ValueError, match=rf"not λ-balanced.*max \|entry\| {viol:.3e}"):
+        solve(W1, bad, sig, 1.0)
+    with pytest.raises(ValueError, match="W2_0"):
+        solve(W1, jnp.ones((2, 3)), sig, 1.0)
+    with pytest.raises(ValueError, match="sigma_yx"):
+        solve(W1, W2, jnp.ones((3, 2)), 1.0)
+    with pytest.raises(ValueError, match="t"):
+        solve(W1, W2, sig, -1.0)
+    with pytest.raises(ValueError, match="h <= min"):
+        balanced_init(jax.random.key(0), 3, 4, 5, 1.0, 0.0)
