@@ -506,7 +506,11 @@ def train(
                 loss_sum, loss_count = 0.0, 0
                 if bar is not None and "test_acc" in history.final:
                     bar.set_postfix(test_acc=f"{history.final['test_acc']:.3f}")
-            if ckpt is not None and (step % checkpoint_every == 0 or step == total):
+            if (
+                ckpt is not None
+                and checkpoint_every
+                and (step % checkpoint_every == 0 or step == total)
+            ):
                 t0 = time.perf_counter()
                 ckpt.save(step, state)
                 history.checkpoint_time += time.perf_counter() - t0

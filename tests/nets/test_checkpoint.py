@@ -146,3 +146,17 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(digits, tmp_path):
             metrics={},
             progress=False,
         )
+
+
+def test_resume_without_checkpointing_trains_from_scratch(tmp_path):
+    """resume=True with checkpoint_every=0 and no checkpoint: a plain run, no crash."""
+    from flax import nnx
+
+    from nets import MLP, TrainConfig, load_digits, train
+
+    data = load_digits()
+    cfg = TrainConfig(lr=0.1, epochs=1, batch_size=256)
+    model = MLP(64, (16,), 10, rngs=nnx.Rngs(0))
+    _, hist = train(model, data, cfg, key=jax.random.key(0), run_dir=tmp_path, resume=True,
+                    progress=False)  # fmt: skip
+    assert hist.resumed_from is None and hist.steps == len(data.x_train) // 256
