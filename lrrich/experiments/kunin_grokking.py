@@ -1,0 +1,296 @@
+"""Time to grokking vs embedding balance α and output scale τ (Kunin et al. 2024, App. D.3, Fig 12).
+
+Kunin et al. (Fig 6d, Fig 12) train a one-layer transformer on modular arithmetic (Power et al.)
+and vary two knobs: the token and position embeddings are divided by α at initialisation
+(α > 1: *upstream*, the first layer learns fastest), and the logits are multiplied by τ with the
+learning rate divided by τ² (Kumar et al.; small τ = richer). They report the steps until the
+training accuracy and until the test accuracy pass 99% over a (α, τ) grid, and find the fastest
+grokking in the *unbalanced rich* corner (large α, small τ).
+
+Two models (``Config.model``):
+
+* ``'transformer'`` (paper): :class:`nets.Transformer` with one post-LN block; α enters as
+  ``embed_std = 1/α`` — PyTorch's N(0, 1) embeddings divided by α, exactly App. D.3.
+* ``'mlp'`` (CPU default): a one-hidden-layer ReLU MLP on one-hot (a ‖ b). Its first layer *is* an
+  embedding of the two input tokens (one-hot × W₁ looks up a column), so α divides it and the
+  readout is multiplied by α (:func:`nets.balance_layers`, Kunin et al. App. D.3's MLP
+  convention) — the function at initialisation is unchanged.
+
+τ is :class:`nets.TrainConfig` ``output_scale`` with ``lr = lr₀/τ²``.
+
+Command: ``lrrich run kunin-grokking --out runs/kunin-grokking`` (small: MLP, p = 97, 3 × 3 grid,
+one seed, 6,000 AdamW steps each; measured 5 min 07 s wall / 2 min 18 s CPU on the shared, heavily
+loaded 2-core machine). Paper scale (an accelerator): ``lrrich run kunin-grokking --scale paper``
+(transformer, 5 × 5 grid, 5 seeds, 30,000 steps).
+Expected (small, seed 0): every run fits (t_fit 450–2,100 steps, growing with τ); the test
+accuracy then jumps from ~1% to 99% (grokking) at t_gen ≈ 1,150–1,450 steps for τ = 0.5,
+≈ 3,250–3,550 for τ = 1, and not within 6,000 steps for τ = 1.5 (final test ≈ 98%). The fastest
+point is α = 10, τ = 0.5, the paper's "unbalanced rich" corner; in this MLP the τ effect dominates
+and α = 10 is fastest at every τ by only 100–300 steps (one seed, not resolved from seed noise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import numpy as np
+
+NAME = "kunin-grokking"
+DESCRIPTION = (
+    "Kunin et al. App. D.3 / Fig 12: steps to grok on modular division over embedding balance α "
+    "and output scale τ"
+)
+PAPER = {
+    "fastest_grid_point": "large α (upstream), small τ: 'fastest grokking in an unbalanced "
+    "rich setting' (Fig 12B)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Every hyper-parameter of Kunin et al. App. D.3 (paper scale) and the CPU deviations.
+
+    Paper: modular division mod 97 with half of the 9,312 equations for training, the
+    grokking code base of Power et al. with one transformer layer (d = 128, 4 heads, post-LN),
+    AdamW lr 1e-3, β = (0.9, 0.98), weight decay 1, batch 512, 10 warm-up steps, CE loss;
+    α ∈ {0.1, 0.3, 1, 3, 10}, τ ∈ {0.5, 0.75, 1, 1.25, 1.5}, 5 seeds, at most 30,000 steps;
+    time = first step with accuracy ≥ 99%. **Decision:** the code base's hyper-parameters
+    (not restated in the paper) are those of the reference implementation the D_LR paper used
+    (teddykoker/grokking). Small scale: a one-hidden-layer ReLU MLP of width 256 on one-hot
+    (a ‖ b) instead of the transformer (≈ 20× cheaper per step), lr₀ = 3e-3 (with 1e-3 it does
+    not grok within 6,000 steps), a 3 × 3 grid, one seed, 6,000 steps.
+
+    Attributes:
+      seed: first PRNG seed (seeds ``seed … seed + n_seeds − 1``; the data split is fixed).
+      n_seeds: random initialisations per grid point.
+      p: prime modulus.
+      train_fraction: share of the p(p − 1) equations used for training.
+      model: ``'mlp'`` or ``'transformer'``.
+      width: MLP hidden width.
+      d_model, num_heads, num_layers: transformer size.
+      alphas: embedding balance α values (first layer ÷α).
+      taus: output scales τ (logits ×τ, lr ÷τ²).
+      lr: base learning rate lr₀ (at τ = 1).
+      weight_decay: AdamW decoupled weight decay λ.
+      b1, b2: AdamW β.
+      warmup_steps: linear learning-rate warm-up.
+      batch_size: minibatch size.
+      steps: training budget per run (the "maximal computational budget" m).
+      log_every: steps between accuracy evaluations (the resolution of the times).
+      checkpoint_every: steps between checkpoints (for ``--resume``).
+      threshold: accuracy that counts as fitted / generalised (0.99).
+    """
+
+    seed: int = 0
+    n_seeds: int = 1
+    p: int = 97
+    train_fraction: float = 0.5
+    model: str = "mlp"
+    width: int = 256
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 1
+    alphas: tuple[float, ...] = (0.1, 1.0, 10.0)
+    taus: tuple[float, ...] = (0.5, 1.0, 1.5)
+    lr: float = 3e-3
+    weight_decay: float = 1.0
+    b1: float = 0.9
+    b2: float = 0.98
+    warmup_steps: int = 10
+    batch_size: int = 512
+    steps: int = 6000
+    log_every: int = 50
+    checkpoint_every: int = 2000
+    threshold: float = 0.99
+
+
+SCALES = {
+    "small": Config(),
+    "paper": Config(
+        model="transformer",
+        n_seeds=5,
+        alphas=(0.1, 0.3, 1.0, 3.0, 10.0),
+        taus=(0.5, 0.75, 1.0, 1.25, 1.5),
+        lr=1e-3,
+        steps=30000,
+        log_every=100,
+        checkpoint_every=5000,
+    ),
+}
+
+
+def make_model(config: Config, alpha: float, seed: int, num_inputs: int, num_classes: int):
+    """The network at embedding balance α (see the module docstring for the two models)."""
+    from flax import nnx
+
+    from nets import MLP, Transformer, balance_layers
+
+    if config.model == "transformer":
+        return Transformer(
+            config.p + 2,
+            num_layers=config.num_layers,
+            d_model=config.d_model,
+            num_heads=config.num_heads,
+            num_classes=num_classes,
+            embed_std=1.0 / alpha,  # nn.Embedding's N(0, 1) divided by α (App. D.3)
+            rngs=nnx.Rngs(seed),
+        )
+    if config.model == "mlp":
+        mlp = MLP(num_inputs, (config.width,), num_classes, activation="relu", rngs=nnx.Rngs(seed))
+        # Applied to the model (not as TrainConfig.layer_balance) so that one compiled training
+        # program serves every α.
+        return balance_layers(mlp, alpha) if alpha != 1 else mlp
+    raise ValueError(f"model must be 'mlp' or 'transformer', got {config.model!r}")
+
+
+def train_config(config: Config, tau: float):
+    """AdamW with logits × τ and learning rate lr₀/τ² (Kunin et al. App. D.3, after Kumar et al.)."""
+    from nets import TrainConfig
+
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    return TrainConfig(
+        loss="ce",
+        optimizer="adamw",
+        lr=config.lr / tau**2,
+        b1=config.b1,
+        b2=config.b2,
+        weight_decay=config.weight_decay,
+        warmup_steps=config.warmup_steps,
+        batch_size=config.batch_size,
+        steps=config.steps,
+        output_scale=tau,
+    )
+
+
+def time_to(steps: np.ndarray, acc: np.ndarray, threshold: float) -> float:
+    """First logged step with accuracy ≥ ``threshold``; NaN if never (censored at the budget)."""
+    hit = np.flatnonzero(np.nan_to_num(np.asarray(acc, float), nan=-np.inf) >= threshold)
+    return float(steps[hit[0]]) if hit.size else float("nan")
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Train every (α, τ, seed); returns the time-to-fit / time-to-grok grids and the curves."""
+    from nets import train
+    from nets.data import load
+
+    if min(config.alphas, default=0) <= 0 or min(config.taus, default=0) <= 0:
+        raise ValueError(f"alphas and taus must be non-empty and > 0, got {config}")
+    if config.n_seeds < 1:
+        raise ValueError(f"n_seeds must be ≥ 1, got {config.n_seeds}")
+    encoding = "tokens" if config.model == "transformer" else "onehot"
+    data = load(
+        "modular_division", p=config.p, train_fraction=config.train_fraction, encoding=encoding
+    )
+    shape = (len(config.alphas), len(config.taus), config.n_seeds)
+    t_fit, t_gen, final_test = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
+    curves = {}
+    for i, alpha in enumerate(config.alphas):
+        for j, tau in enumerate(config.taus):
+            for k in range(config.n_seeds):
+                seed = config.seed + k
+                tag = f"alpha={alpha:g},tau={tau:g},seed={seed}"
+                model = make_model(config, alpha, seed, data.x_train.shape[1], data.num_classes)
+                _, hist = train(
+                    model,
+                    data,
+                    train_config(config, tau),
+                    key=jax.random.key(seed),
+                    log_every=config.log_every,
+                    metrics={},
+                    run_dir=run_dir / tag,
+                    checkpoint_every=config.checkpoint_every,
+                    resume=True,
+                    progress=True,
+                )
+                steps = hist.column("step")
+                t_fit[i, j, k] = time_to(steps, hist.column("train_acc"), config.threshold)
+                t_gen[i, j, k] = time_to(steps, hist.column("test_acc"), config.threshold)
+                final_test[i, j, k] = hist.final["test_acc"]
+                if k == 0:
+                    curves[tag] = {
+                        "step": steps.tolist(),
+                        "train_acc": hist.column("train_acc").tolist(),
+                        "test_acc": hist.column("test_acc").tolist(),
+                    }
+
+    # Mean over seeds with runs that never reach 99% counted at the budget (a lower bound).
+    fit_mean = np.mean(np.where(np.isnan(t_fit), config.steps, t_fit), axis=2)
+    gen_mean = np.mean(np.where(np.isnan(t_gen), config.steps, t_gen), axis=2)
+    grokked = np.mean(~np.isnan(t_gen), axis=2)
+    i, j = np.unravel_index(np.argmin(gen_mean), gen_mean.shape)
+    a1 = int(np.argmin(np.abs(np.log(np.asarray(config.alphas)))))
+    t1 = int(np.argmin(np.abs(np.log(np.asarray(config.taus)))))
+    summary = {
+        "fastest_grid_point": f"α={config.alphas[i]:g}, τ={config.taus[j]:g}",
+        "t_gen_fastest": float(gen_mean[i, j]),
+        f"t_gen_alpha={config.alphas[a1]:g}_tau={config.taus[t1]:g}": float(gen_mean[a1, t1]),
+        "t_gen_slowest": float(gen_mean.max()),
+        "fraction_grokked": float(grokked.mean()),
+        "mean_final_test_acc": float(final_test.mean()),
+    }
+    for a, alpha in enumerate(config.alphas):
+        summary[f"t_gen_alpha={alpha:g}_mean_over_tau"] = float(gen_mean[a].mean())
+    for t, tau in enumerate(config.taus):
+        summary[f"t_gen_tau={tau:g}_mean_over_alpha"] = float(gen_mean[:, t].mean())
+    return {
+        "summary": summary,
+        "grid": {
+            "alphas": list(config.alphas),
+            "taus": list(config.taus),
+            "budget": config.steps,
+            "t_fit": t_fit.tolist(),  # (n_alpha, n_tau, n_seeds), NaN = not within budget
+            "t_gen": t_gen.tolist(),
+            "t_fit_mean": fit_mean.tolist(),
+            "t_gen_mean": gen_mean.tolist(),
+            "fraction_grokked": grokked.tolist(),
+            "final_test_acc": final_test.mean(axis=2).tolist(),
+        },
+        "curves": curves,
+    }
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """``kunin_grokking.png`` (Fig 12 A/B heat maps + final test acc) and ``..._curves.png``."""
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+
+    g = results["grid"]
+    alphas, taus = g["alphas"], g["taus"]
+    panels = (
+        ("t_fit_mean", "steps to train acc ≥ 99% (Fig 12A)", "viridis"),
+        ("t_gen_mean", "steps to test acc ≥ 99% (Fig 12B)", "viridis"),
+        ("final_test_acc", "final test accuracy", "magma"),
+    )
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained")
+    for ax, (key, title, cmap) in zip(axes, panels, strict=True):
+        m = np.array(g[key], dtype=float)
+        lims = (0.0, 1.0) if key == "final_test_acc" else (0.0, float(g["budget"]))
+        im = ax.imshow(m, cmap=cmap, origin="lower", aspect="auto", vmin=lims[0], vmax=lims[1])
+        for (a, t), v in np.ndenumerate(m):
+            if key == "final_test_acc":
+                text = f"{v:.3f}"
+            else:
+                text = f"≥{v:.0f}" if v >= g["budget"] else f"{v:.0f}"
+            light = (v - lims[0]) / (lims[1] - lims[0]) > 0.6
+            ax.text(t, a, text, ha="center", va="center", fontsize=8, color="k" if light else "w")
+        ax.set_xticks(range(len(taus)), [f"{t:g}" for t in taus])
+        ax.set_yticks(range(len(alphas)), [f"{a:g}" for a in alphas])
+        ax.set(xlabel="output scale τ (logits ×τ, lr ÷τ²)", title=title)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    axes[0].set_ylabel("embedding balance α (first layer ÷α)")
+    paths = [save_figure(fig, run_dir / "kunin_grokking.png")]
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), sharey=True)
+    for n, (tag, c) in enumerate(results["curves"].items()):
+        color = plt.cm.viridis(n / max(len(results["curves"]) - 1, 1))
+        axes[0].plot(c["step"], c["train_acc"], color=color, label=tag.rsplit(",", 1)[0])
+        axes[1].plot(c["step"], c["test_acc"], color=color)
+    axes[0].set(xlabel="step", ylabel="accuracy", title="train")
+    axes[1].set(xlabel="step", title="test")
+    axes[0].legend(fontsize=6, ncol=2)
+    paths.append(save_figure(fig, run_dir / "kunin_grokking_curves.png"))
+    return paths
