@@ -8,12 +8,15 @@ experiments do) for reference-quality answers.
 
 from sims import (
     diagonal,
+    emergence,
     lambda_balanced,
     linear_model,
     piecewise_linear,
     saxe,
     scalar_linear,
+    scaling_laws,
     single_neuron,
+    skills,
     wide_deep,
 )
 from sims.gradient_flow import gradient_flow, vector_field_flow
@@ -21,13 +24,16 @@ from sims.tolerances import tolerance
 
 __all__ = [
     "diagonal",
+    "emergence",
     "gradient_flow",
     "lambda_balanced",
     "linear_model",
     "piecewise_linear",
     "saxe",
     "scalar_linear",
+    "scaling_laws",
     "single_neuron",
+    "skills",
     "tolerance",
     "vector_field_flow",
     "wide_deep",

@@ -1,7 +1,9 @@
 """Datasets as in-memory NumPy arrays: offline digits, generated tasks, TFDS and .npz files.
 
-``load(name, **kwargs)`` is the single entry point; every loader returns a
-:class:`~nets.data.base.Dataset`.
+``load(name, **kwargs)`` is the single entry point for fixed datasets; every loader returns a
+:class:`~nets.data.base.Dataset`. The multitask sparse-parity task (thesis Ch. 4) is sampled
+fresh on device inside jitted steps instead: :func:`make_sparse_parity` and
+:func:`sample_sparse_parity`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,15 @@ from nets.data.hierarchy import random_hierarchy
 from nets.data.mixtures import gaussian_mixture
 from nets.data.modular import modular_division
 from nets.data.npz import load_npz
+from nets.data.sparse_parity import (
+    SparseParityBatch,
+    SparseParityTask,
+    estimate_skill_strength,
+    make_sparse_parity,
+    sample_skill,
+    sample_sparse_parity,
+    skill_functions,
+)
 from nets.data.teacher_student import teacher_student
 from nets.data.tfds import TFDS_NAMES, load_tfds
 
@@ -43,6 +54,13 @@ def load(name: str, **kwargs) -> Dataset:
 __all__ = [
     "LOADERS",
     "Dataset",
+    "SparseParityBatch",
+    "SparseParityTask",
+    "estimate_skill_strength",
+    "make_sparse_parity",
+    "sample_skill",
+    "sample_sparse_parity",
+    "skill_functions",
     "gaussian_mixture",
     "load",
     "load_digits",

@@ -1,0 +1,561 @@
+"""T Fig 5.1–5.2: emergence of skills in a 2-layer ReLU MLP vs the calibrated multilinear model.
+
+2-layer ReLU MLPs (:class:`nets.models.MLP`) are trained on multitask sparse parity (T App. C.3:
+SGD lr 0.05, init std 0.01, S = 5, n_b = 32, m = 3, α = 0.6, fresh batches generated on device).
+The extended multilinear models (:mod:`sims.emergence`) are calibrated on single-skill (n_s = 1)
+networks — 𝓑² and R(0) from R_1(T), D_c from R_1 vs training-set size, N_c from R_1 vs width —
+and then predict the emergence of the five skills of n_s = 5 networks in time, data and width
+(T Fig 5.1: network dashed, model solid; Fig 5.2: the calibration).
+
+All networks of one panel train together in one jitted program (seeds, data-set sizes and widths
+are stacked along a leading axis; narrower networks are padded with inert zero units, see
+:func:`init_networks`). Finished parts are cached in ``run_dir/parts`` so an interrupted
+``--resume`` run continues with the next part.
+
+Command (CPU, reduced scale)::
+
+    lrrich run emergence --out runs/emergence
+
+Measured (seed 0, shared 2-core CPU under load ~12): 5.4 min of CPU (time panel 67 s, data
+152 s, width 102 s), 11 min wall; about 6 min wall on 2 idle cores. Outcome at this scale:
+𝓑² = 1/25.7 with R(0) = σ² (joint fit of 𝓑² and R(0): 1/27.5), D_c = 813, N_c = 7.1; steps at
+which R_k/S first reaches 1/2, network vs model: 900/1000, 2700/2900, 5900/5500, 10100/8700,
+15300/12400 (the network's rarest skills emerge 15–25 % late); D_c predicts the data panel
+(the network jumps more abruptly at d_k ≪ D_c, as T §5.3 notes); the width panel is under-trained
+(4·10^4 AdamW steps instead of 5·10^5): narrow n_s = 1 networks stall near R/S ≈ 0.6 at N = 3–5,
+which inflates N_c, and the n_s = 5 networks learn skills 3–5 only partly by N = 32.
+
+Paper scale (``--scale paper``; an accelerator): width 1000, batch 4000, 3·10^4 steps for the
+time panel, 5·10^5 for data and width, 20,000 held-out samples per skill, 10 seeds. Expected
+outcome: skills emerge in order of frequency; the calibrated model (solid) tracks the network
+(dashed) in all three panels; thesis constants 𝓑² = 1/22, D_c = 800, N_c = 4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from lrrich import io
+from nets.data.sparse_parity import (
+    SparseParityTask,
+    make_sparse_parity,
+    sample_skill,
+    sample_sparse_parity,
+)
+from nets.models import MLP
+from sims import emergence as em
+
+NAME = "emergence"
+DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
+PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
+
+
+def init_networks(
+    task: SparseParityTask, widths: Sequence[int], init_std: float, key: jax.Array
+) -> tuple[nnx.GraphDef, nnx.State]:
+    """A stack of 2-layer ReLU MLPs (:class:`nets.models.MLP`), one per entry of ``widths``.
+
+    Every network has max(widths) hidden units; the units beyond its own width start with zero
+    in-weights, bias and out-weight. Such a unit stays exactly zero under SGD/Adam(W) (its ReLU
+    input and output are 0 and ReLU'(0) = 0), so the padded network *is* the width-w network
+    while all networks share one compiled program.
+
+    Args:
+      task: the sparse-parity task (input dimension n_s + n_b).
+      widths: (M,) hidden widths N ≥ 1.
+      init_std: standard deviation of the N(0, σ²) weights (biases start at 0; T App. C.3).
+      key: PRNG key.
+
+    Returns:
+      (graphdef, params) with every parameter stacked along a leading axis of size M.
+    """
+    if len(widths) == 0 or min(widths) < 1:
+        raise ValueError(f"widths must be a non-empty sequence of integers >= 1, got {widths}")
+    H = max(int(w) for w in widths)
+
+    def make(k, w=H):
+        model = MLP(
+            task.in_dim,
+            (H,),
+            1,
+            activation="relu",
+            init="normal",
+            init_std=init_std,
+            rngs=nnx.Rngs(params=k),
+        )
+        mask = (jnp.arange(H) < w).astype(model.head.kernel[...].dtype)
+        model.layers[0].kernel[...] = model.layers[0].kernel[...] * mask
+        model.layers[0].bias[...] = model.layers[0].bias[...] * mask
+        model.head.kernel[...] = model.head.kernel[...] * mask[:, None]
+        return nnx.split(model)
+
+    graphdef = nnx.eval_shape(lambda: make(key))[0]  # structure only, no compute
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(len(widths)))
+    params = jax.jit(jax.vmap(lambda k, w: make(k, w)[1]))(keys, jnp.asarray(widths))
+    return graphdef, params
+
+
+def train_skills(
+    task: SparseParityTask,
+    widths: Sequence[int],
+    key: jax.Array,
+    *,
+    steps: int,
+    eval_every: int,
+    batch: int,
+    optimizer: optax.GradientTransformation,
+    init_std: float,
+    n_eval: int,
+    n_streams: int = 1,
+    data: tuple[jax.Array, jax.Array, jax.Array] | None = None,
+) -> np.ndarray:
+    """Train n_streams × len(widths) 2-layer ReLU MLPs on ½-MSE; R_k/S every ``eval_every`` steps.
+
+    One jitted program for all networks: an outer ``lax.scan`` over evaluations, an inner scan
+    over steps. Each of the ``n_streams`` data streams feeds ``len(widths)`` networks (one per
+    width, independent initialisations). A stream is either fresh samples drawn on device every
+    step (``data=None``, D → ∞) or a fixed training set: ``data = (x, y, size)`` with x of shape
+    (n_streams, D_pad, n_s + n_b), y (n_streams, D_pad) and the set sizes D (n_streams,); a set
+    with D ≤ ``batch`` is used full-batch, a larger one through minibatches of ``batch`` samples
+    drawn with replacement. R_k/S = E[f g_k]/S (T Eq 4.7) on ``n_eval`` held-out samples per skill.
+
+    Args:
+      task: the task; widths: (K,) hidden widths; key: PRNG key (init, batches, held-out set).
+      steps, eval_every: training steps and evaluation interval (steps // eval_every intervals).
+      batch: samples per step; optimizer: optax transformation (element-wise, e.g. sgd, adamw).
+      init_std: weight init std; n_eval: held-out samples per skill.
+      n_streams: number of data streams G; data: fixed training sets or ``None``.
+
+    Returns:
+      (G, K, steps // eval_every + 1, n_s) skill strengths R_k/S, index 0 at initialisation.
+    """
+    if steps < 1 or eval_every < 1 or steps % eval_every:
+        raise ValueError(
+            f"steps ({steps}) must be a positive multiple of eval_every ({eval_every})"
+        )
+    G, K = int(n_streams), len(widths)
+    if data is not None and (data[0].shape[0] != G or data[0].shape[1] < batch):
+        raise ValueError(
+            f"data x must have shape (n_streams={G}, D_pad >= batch={batch}, n_s + n_b), "
+            f"got {data[0].shape}"
+        )
+    k_init, k_train, k_eval = jax.random.split(key, 3)
+    graphdef, params = init_networks(task, list(widths) * G, init_std, k_init)
+    params = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), params)
+    held_out = jax.jit(
+        jax.vmap(lambda k: sample_skill(jax.random.fold_in(k_eval, k), task, k, n_eval)[:2])
+    )(jnp.arange(task.n_s))
+    ev_x = held_out[0].reshape(task.n_s * n_eval, task.in_dim)  # (n_s n_eval, n_s + n_b)
+    ev_y = held_out[1]  # (n_s, n_eval), y = S g_k
+
+    def apply(p, x):
+        return nnx.merge(graphdef, p)(x)[:, 0]
+
+    def measure(p):
+        f = jax.vmap(jax.vmap(lambda q: apply(q, ev_x)))(p).reshape(G, K, task.n_s, n_eval)
+        return jnp.mean(f * ev_y, -1) / task.S**2
+
+    def fresh_batch(k):
+        b = sample_sparse_parity(k, task, batch)
+        return b.x, b.y, jnp.ones_like(b.y)
+
+    def fixed_batch(k, x, y, size):
+        full = size <= batch
+        idx = jnp.where(full, jnp.arange(batch), jax.random.randint(k, (batch,), 0, size))
+        w = jnp.where(full, jnp.arange(batch) < size, True).astype(y.dtype)
+        return x[idx], y[idx], w
+
+    def loss(p, x, y, w):  # Σ over networks of ½ Σ_b w_b (f_b − y_b)² / Σ_b w_b
+        f = jax.vmap(jax.vmap(apply, (0, None)))(p, x)  # (G, K, B)
+        return 0.5 * jnp.sum(
+            jnp.sum(w[:, None] * (f - y[:, None]) ** 2, -1) / jnp.sum(w, -1)[:, None]
+        )
+
+    def step(carry, k, sets):
+        p, s = carry
+        keys = jax.random.split(k, G)
+        x, y, w = (
+            jax.vmap(fresh_batch)(keys) if sets is None else jax.vmap(fixed_batch)(keys, *sets)
+        )
+        u, s = optimizer.update(jax.grad(loss)(p, x, y, w), s, p)
+        return (optax.apply_updates(p, u), s), None
+
+    @jax.jit
+    def run(p, sets):  # training sets are arguments, not constants baked into the program
+        def chunk(carry, i):
+            keys = jax.random.split(jax.random.fold_in(k_train, i), eval_every)
+            carry, _ = jax.lax.scan(lambda c, k: step(c, k, sets), carry, keys)
+            return carry, measure(carry[0])
+
+        _, R = jax.lax.scan(chunk, (p, optimizer.init(p)), jnp.arange(steps // eval_every))
+        return jnp.concatenate([measure(p)[None], R])  # (n_points, G, K, n_s)
+
+    return np.moveaxis(np.asarray(run(params, data)), 0, 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Emergence experiment (T §5.2, App. C.3); the defaults are the reduced CPU scale.
+
+    Attributes:
+      seed: PRNG seed (tasks, initialisations, batches, training sets, held-out sets).
+      n_seeds: independent networks per point (T: ≥ 10).
+      alpha: power-law exponent α (P_s(k) ∝ k^{−(α+1)}); S: target scale; n_b: skill bits;
+        m: relevant bits per skill; n_s: skills of the prediction network (the calibration
+        network has one).
+      lr: SGD learning rate η (time and data panels; T: 0.05); init_std: N(0, σ²) init (T: 0.01).
+      n_eval: held-out samples per skill for R_k (T: 20,000).
+      time_width, time_batch: width and batch of the time panel (T: 1000, 4000).
+      time_steps_1, time_steps: steps of the n_s = 1 and n_s = 5 time runs (T: 3·10^4).
+      time_eval_every: steps between measurements of R_k(T) (T: 50).
+      time_fit_r0: fit R(0) of Eq 5.2 jointly with 𝓑² instead of fixing it to σ².
+      data_width, data_batch: the data panel (T: 1000, 2000); sets with D ≤ data_batch are
+        trained full-batch, larger ones with minibatches drawn with replacement.
+      data_steps_1, data_steps: SGD steps of the n_s = 1 / n_s = 5 data runs (T: 5·10^5, η
+        halved every 5·10^4 steps).
+      data_D_1, data_D: training-set sizes D of the n_s = 1 and n_s = 5 networks.
+      width_lr, width_weight_decay, width_batch: AdamW for the width panel (T: 10^-3, 5·10^-5,
+        4000), fresh data; width_steps_1, width_steps: its steps for n_s = 1 / 5 (T: 5·10^5).
+      widths_1, widths: hidden widths N of the n_s = 1 and n_s = 5 networks.
+
+    Deviations of the small scale from T App. C.3 (so that the three panels run in about ten CPU
+    minutes): 2 seeds (T: ≥ 10) and 2,000 held-out samples per skill (T: 20,000);
+    time panel width 512 and batch 1000 (T: 1000, 4000), 3,000 steps for n_s = 1 and 2·10^4 for
+    n_s = 5 (T: 3·10^4), R_k every 100 steps (T: 50); data panel width 128, batch 1000 (T: 2000),
+    constant η, 5,000 (n_s = 1) and 2.5·10^4 (n_s = 5) steps (T: 5·10^5 with η halved every
+    5·10^4), D ≤ 32,000; width panel batch 1000 (T: 4000) and 2·10^4 / 4·10^4 AdamW steps
+    (T: 5·10^5) — too few for narrow networks to escape their saddles, so N_c comes out larger
+    than the thesis' 4. A larger SGD step does not buy time: at η = 0.2 the skills are learned
+    out of order. Conventions: the networks minimise ½-MSE (T Eq 4.5), so η in the rate
+    2ηP_s(k)𝓑²S of Eq 5.2 is the SGD learning rate (a trainer using mean-squared error without
+    the ½ has twice the effective rate, i.e. half the 𝓑²); R(0) of Eq 5.2 is the multilinear
+    model's init a(0) b(0) = σ² (``time_fit_r0=False``), or fitted with 𝓑² (``True``).
+    """
+
+    seed: int = 0
+    n_seeds: int = 2
+    alpha: float = 0.6
+    S: float = 5.0
+    n_b: int = 32
+    m: int = 3
+    n_s: int = 5
+    lr: float = 0.05
+    init_std: float = 0.01
+    n_eval: int = 2000
+    time_width: int = 512
+    time_batch: int = 1000
+    time_steps_1: int = 3000
+    time_steps: int = 20_000
+    time_eval_every: int = 100
+    time_fit_r0: bool = False
+    data_width: int = 128
+    data_batch: int = 1000
+    data_steps_1: int = 5000
+    data_steps: int = 25_000
+    data_D_1: tuple[int, ...] = (100, 200, 400, 600, 800, 1200, 2000, 4000)
+    data_D: tuple[int, ...] = (1000, 2000, 4000, 8000, 16_000, 32_000)
+    width_lr: float = 1e-3
+    width_weight_decay: float = 5e-5
+    width_batch: int = 1000
+    width_steps_1: int = 20_000
+    width_steps: int = 40_000
+    widths_1: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8, 12)
+    widths: tuple[int, ...] = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32)
+
+
+SCALES = {
+    "small": Config(),
+    "paper": Config(
+        n_seeds=10,
+        n_eval=20_000,
+        time_width=1000,
+        time_batch=4000,
+        time_steps_1=30_000,
+        time_steps=30_000,
+        time_eval_every=50,
+        data_width=1000,
+        data_batch=2000,
+        data_steps_1=500_000,
+        data_steps=500_000,
+        data_D_1=(100, 200, 400, 600, 800, 1000, 1500, 2000, 4000),
+        data_D=(1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
+        width_batch=4000,
+        width_steps_1=500_000,
+        width_steps=500_000,
+        widths_1=(1, 2, 3, 4, 5, 6, 8, 10, 12),
+        widths=(2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 30),
+    ),
+    "tiny": Config(
+        n_seeds=1,
+        n_s=3,
+        n_eval=256,
+        time_width=32,
+        time_batch=128,
+        time_steps_1=200,
+        time_steps=300,
+        time_eval_every=50,
+        data_width=16,
+        data_batch=128,
+        data_steps_1=100,
+        data_steps=100,
+        data_D_1=(20, 200),
+        data_D=(50, 400),
+        width_batch=128,
+        width_steps_1=100,
+        width_steps=100,
+        widths_1=(1, 4),
+        widths=(2, 8),
+    ),
+}
+
+
+def _task(config: Config, n_s: int) -> SparseParityTask:
+    key = jax.random.fold_in(jax.random.key(config.seed), n_s)
+    return make_sparse_parity(
+        key, n_s, config.n_b, config.m, config.alpha, config.S, dtype=jnp.float32
+    )
+
+
+def _cached(run_dir: Path | None, name: str, compute) -> dict:
+    """Network results of one part, read from ``run_dir/parts/<name>.json`` when present."""
+    path = None if run_dir is None else Path(run_dir) / "parts" / f"{name}.json"
+    if path is not None and path.exists():
+        out = io.read_json(path)
+    else:
+        out = compute()
+        if path is not None:
+            io.write_json(path, out)
+    # float64 either way (float32 → float64 is exact), so a resumed run calibrates identically
+    return {
+        k: np.asarray(v, np.float64 if np.asarray(v).dtype.kind == "f" else None)
+        for k, v in out.items()
+    }
+
+
+def _time_nets(config: Config, n_s: int, steps: int) -> dict:
+    R = train_skills(
+        _task(config, n_s),
+        [config.time_width],
+        jax.random.key(config.seed + 1000 * n_s + 1),
+        steps=steps,
+        eval_every=config.time_eval_every,
+        batch=config.time_batch,
+        optimizer=optax.sgd(config.lr),
+        init_std=config.init_std,
+        n_eval=config.n_eval,
+        n_streams=config.n_seeds,
+    )[:, 0]  # (seeds, T, n_s)
+    return {"steps": np.arange(R.shape[1]) * config.time_eval_every, "R": R}
+
+
+def _time_part(config: Config, run_dir: Path | None) -> dict:
+    one = _cached(run_dir, "time_1", lambda: _time_nets(config, 1, config.time_steps_1))
+    many = _cached(run_dir, "time", lambda: _time_nets(config, config.n_s, config.time_steps))
+    eta = config.lr * config.S  # the model works in units of R/S (S = 1): rate 2ηP𝓑²S
+    R1 = one["R"].mean(0)[:, 0]
+    B2_joint, r0_joint = em.calibrate_time(one["steps"], R1, 1.0, 1.0, eta)
+    if config.time_fit_r0:
+        B2, r0 = B2_joint, r0_joint
+    else:  # R(0) = a(0) b(0) with a(0) = b(0) = σ, the init std of the network (in units of S)
+        B2, r0 = em.calibrate_time(
+            one["steps"], R1, 1.0, 1.0, eta, r0_grid=[config.init_std**2 / config.S]
+        )
+    P = np.asarray(_task(config, config.n_s).probs, float)
+    return {
+        "steps_1": one["steps"],
+        "R_net_1": one["R"],
+        "R_model_1": np.asarray(em.time_emergence(one["steps"][:, None], 1.0, r0, 1.0, B2, eta)),
+        "steps": many["steps"],
+        "R_net": many["R"],
+        "R_model": np.asarray(em.time_emergence(many["steps"][:, None], 1.0, r0, P, B2, eta)),
+        "B2": float(B2),
+        "r0_over_S": float(r0),
+        "B2_joint": float(B2_joint),
+        "r0_over_S_joint": float(r0_joint),
+        "P": P,
+    }
+
+
+def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
+    task = _task(config, n_s)
+    key = jax.random.key(config.seed + 1000 * n_s + 2)
+    pad = max(max(Ds), config.data_batch)
+    # One pool of samples per seed; the training set of size D is its first D samples (nested
+    # sets across D, as when a data set grows), the rest is never touched (see train_skills).
+    pools = [
+        sample_sparse_parity(jax.random.fold_in(key, s), task, pad) for s in range(config.n_seeds)
+    ]
+    xs = jnp.stack([b.x for b in pools for _ in Ds])
+    ys = jnp.stack([b.y for b in pools for _ in Ds])
+    d = [np.bincount(np.asarray(b.skill)[: int(D)], minlength=n_s) for b in pools for D in Ds]
+    sizes = jnp.asarray(np.tile(np.asarray(Ds), config.n_seeds))
+    R = train_skills(
+        task,
+        [config.data_width],
+        jax.random.fold_in(key, 10**6),
+        steps=steps,
+        eval_every=steps,
+        batch=config.data_batch,
+        optimizer=optax.sgd(config.lr),
+        init_std=config.init_std,
+        n_eval=config.n_eval,
+        n_streams=len(d),
+        data=(xs, ys, sizes),
+    )[:, 0, -1]  # (seeds · |D|, n_s) after training
+    shape = (config.n_seeds, len(Ds), n_s)
+    return {"D": np.asarray(Ds), "d_k": np.asarray(d).reshape(shape), "R": R.reshape(shape)}
+
+
+def _data_part(config: Config, run_dir: Path | None) -> dict:
+    one = _cached(
+        run_dir, "data_1", lambda: _data_nets(config, 1, config.data_D_1, config.data_steps_1)
+    )
+    many = _cached(
+        run_dir, "data", lambda: _data_nets(config, config.n_s, config.data_D, config.data_steps)
+    )
+    D_c = em.calibrate_data(one["d_k"].reshape(-1), one["R"].reshape(-1), 1.0)
+    return {
+        "D_1": one["D"],
+        "R_net_1": one["R"],
+        "R_model_1": np.asarray(em.data_emergence(one["d_k"], 1.0, D_c)),
+        "D": many["D"],
+        "d_k": many["d_k"],
+        "R_net": many["R"],
+        "R_model": np.asarray(em.data_emergence(many["d_k"], 1.0, D_c)),
+        "D_c": float(D_c),
+    }
+
+
+def _width_nets(config: Config, n_s: int, widths: Sequence[int], steps: int) -> dict:
+    R = train_skills(
+        _task(config, n_s),
+        [int(w) for w in widths],
+        jax.random.key(config.seed + 1000 * n_s + 3),
+        steps=steps,
+        eval_every=steps,
+        batch=config.width_batch,
+        optimizer=optax.adamw(config.width_lr, weight_decay=config.width_weight_decay),
+        init_std=config.init_std,
+        n_eval=config.n_eval,
+        n_streams=config.n_seeds,
+    )[:, :, -1]  # (seeds, |N|, n_s)
+    return {"widths": np.asarray(widths), "R": R}
+
+
+def _width_part(config: Config, run_dir: Path | None) -> dict:
+    one = _cached(
+        run_dir, "width_1", lambda: _width_nets(config, 1, config.widths_1, config.width_steps_1)
+    )
+    many = _cached(
+        run_dir, "width", lambda: _width_nets(config, config.n_s, config.widths, config.width_steps)
+    )
+    W1 = one["widths"]
+    N_c = em.calibrate_width(np.tile(W1, config.n_seeds), one["R"][..., 0].reshape(-1), 1.0)
+    return {
+        "widths_1": W1,
+        "R_net_1": one["R"],
+        "R_model_1": np.asarray(em.parameter_emergence(W1, 1.0, N_c, 1)),
+        "widths": many["widths"],
+        "R_net": many["R"],
+        "R_model": np.asarray(em.parameter_emergence(many["widths"], 1.0, N_c, config.n_s)),
+        "N_c": float(N_c),
+    }
+
+
+def _rmse(a, b) -> float:
+    return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
+
+
+def _first_crossing(steps, curve, level: float = 0.5) -> int | None:
+    idx = np.flatnonzero(np.asarray(curve) >= level)
+    return int(steps[idx[0]]) if idx.size else None
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Train the networks, calibrate on n_s = 1, predict n_s = 5; returns results + summary."""
+    timing = {}
+    parts = {}
+    for name, fn in (("time", _time_part), ("data", _data_part), ("width", _width_part)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        parts[name] = fn(config, run_dir)
+        timing[f"{name}_s"] = time.perf_counter() - t0
+        timing[f"{name}_cpu_s"] = time.process_time() - c0
+    tm, da, wi = parts["time"], parts["data"], parts["width"]
+    Rt = tm["R_net"].mean(0)
+    summary = {
+        "B2": tm["B2"],
+        "1/B2": 1.0 / tm["B2"],
+        "r0_over_S": tm["r0_over_S"],
+        "B2_joint": tm["B2_joint"],
+        "r0_over_S_joint": tm["r0_over_S_joint"],
+        "D_c": da["D_c"],
+        "N_c": wi["N_c"],
+        "emergence_step_net": [_first_crossing(tm["steps"], Rt[:, k]) for k in range(config.n_s)],
+        "emergence_step_model": [
+            _first_crossing(tm["steps"], tm["R_model"][:, k]) for k in range(config.n_s)
+        ],
+        "rmse_time_1": _rmse(tm["R_net_1"].mean(0), tm["R_model_1"]),
+        "rmse_time": _rmse(Rt, tm["R_model"]),
+        "rmse_data_1": _rmse(da["R_net_1"], da["R_model_1"]),
+        "rmse_data": _rmse(da["R_net"], da["R_model"]),
+        "rmse_width_1": _rmse(wi["R_net_1"].mean(0), wi["R_model_1"]),
+        "rmse_width": _rmse(wi["R_net"].mean(0), wi["R_model"]),
+    }
+    return {"summary": summary, **parts, "timing": timing}
+
+
+def _panel(ax, x, net, model, xlabel, logx, std=None, model_x=None):
+    import matplotlib.pyplot as plt
+
+    n_s = net.shape[-1]
+    colors = plt.cm.viridis(np.linspace(0, 0.9, n_s))
+    model_x = x if model_x is None else model_x
+    for k in range(n_s):
+        ax.plot(x, net[:, k], "--", color=colors[k], label=f"k={k + 1} net")
+        if std is not None:
+            lo, hi = net[:, k] - std[:, k], net[:, k] + std[:, k]
+            ax.fill_between(x, lo, hi, color=colors[k], alpha=0.15, lw=0)
+        ax.plot(model_x, model[:, k], "-", color=colors[k], label=f"k={k + 1} model")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("R_k / S")
+    if logx:
+        ax.set_xscale("log")
+    ax.set_ylim(-0.05, 1.1)
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """T Fig 5.1 (n_s = 5 prediction) and Fig 5.2 (n_s = 1 calibration); network dashed, model solid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tm, da, wi, sm = results["time"], results["data"], results["width"], results["summary"]
+    paths = []
+    for suffix, sub, title in (("", "", "prediction"), ("_calibration", "_1", "calibration")):
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+        Rt = np.asarray(tm["R_net" + sub])
+        _panel(axes[0], np.asarray(tm["steps" + sub]), Rt.mean(0), np.asarray(tm["R_model" + sub]),
+               "SGD steps T", False, Rt.std(0))  # fmt: skip
+        axes[0].set_title(f"time: B² = 1/{1 / sm['B2']:.1f} (thesis 1/22)")
+        Rd, Md = np.asarray(da["R_net" + sub]), np.asarray(da["R_model" + sub])
+        _panel(axes[1], np.asarray(da["D" + sub]), Rd.mean(0), Md.mean(0), "training set size D",
+               True, Rd.std(0))  # fmt: skip
+        axes[1].set_title(f"data: D_c = {sm['D_c']:.0f} (thesis 800)")
+        Rw = np.asarray(wi["R_net" + sub])
+        _panel(axes[2], np.asarray(wi["widths" + sub]), Rw.mean(0), np.asarray(wi["R_model" + sub]),
+               "hidden width N", False, Rw.std(0))  # fmt: skip
+        axes[2].set_title(f"width: N_c = {sm['N_c']:.2f} (thesis 4)")
+        axes[2].legend(fontsize=6, ncol=2)
+        fig.suptitle(f"{title}: 2-layer ReLU MLP (dashed, ±1 std) vs multilinear model (solid)")
+        paths.append(io.save_figure(fig, Path(run_dir) / f"emergence{suffix}.png"))
+    return paths

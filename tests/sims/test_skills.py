@@ -1,0 +1,80 @@
+"""Multilinear skill model (T Eq 4.9–4.11, 4.17, B.1–B.14) against the raw (a, b) gradient flow."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sims import skills
+from sims.gradient_flow import gradient_flow
+from sims.tolerances import tolerance
+
+
+def test_verify_against_sample_level_flow():
+    assert skills.verify(jax.random.key(3), 1) < tolerance(np.float64)
+
+
+def test_rate_convention_single_skill_flow():
+    # ½ p (S − ab)² with η: logistic rate 2ηpS (Eq B.9), integrated independently.
+    S, p, eta, a0 = 2.0, 0.3, 0.7, 0.05
+    t = jnp.linspace(0.0, 40.0, 9)
+    ys = gradient_flow(
+        lambda q, _: 0.5 * p * (S - q["a"] * q["b"]) ** 2, {"a": a0, "b": a0}, t, lr=eta
+    )
+    R = skills.skill_strength(t, S, a0**2, p, eta)
+    np.testing.assert_allclose(ys["a"] * ys["b"], R, atol=1e-9 * S)
+
+
+def test_limits_and_stability():
+    S = 3.0
+    assert skills.skill_strength(0.0, S, 1e-4, 0.2) == pytest.approx(1e-4)
+    big = skills.skill_strength(jnp.array([1e4, 1e8]), S, 1e-12, 0.2)
+    np.testing.assert_allclose(big, S)
+    assert skills.skill_strength(1e8, S, 1e-3, 0.0) == pytest.approx(1e-3)  # d_k = 0 keeps R(0)
+    assert skills.skill_strength(1e8, S, 0.0, 0.5) == 0.0  # a = b = 0 is a fixed point
+    # R0 > S decays onto S
+    assert skills.skill_strength(50.0, S, 2 * S, 0.5) == pytest.approx(S)
+    d = jnp.array([0, 1, 5])
+    np.testing.assert_allclose(skills.one_shot_limit(d, S, 0.01), [0.01, S, S])
+    np.testing.assert_allclose(skills.basis_function_limit(2, 4, S), [S, S, 0.0, 0.0])
+
+
+def test_loss_curve_matches_naive_sum():
+    P = skills.skill_frequencies(0.5, 50)
+    p_naive = np.arange(1, 51) ** -1.5
+    np.testing.assert_allclose(P, p_naive / p_naive.sum(), rtol=1e-13)
+    t = jnp.logspace(-1, 4, 17)
+    S, r0 = 1.5, 1e-3
+    naive = np.array(
+        [
+            sum(
+                float(P[k])
+                * 0.5
+                * (S - S * r0 / (r0 + (S - r0) * np.exp(-2 * float(P[k]) * S * ti))) ** 2
+                for k in range(50)
+            )
+            + 0.5 * S**2 * 0.1
+            for ti in np.asarray(t)
+        ]
+    )
+    L = skills.loss_curve(t, S, r0, P, absent_mass=0.1)
+    np.testing.assert_allclose(L, naive, rtol=1e-12)
+    np.testing.assert_allclose(skills.solve(t, S, r0, P, absent_mass=0.1).loss, naive, rtol=1e-12)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="alpha"):
+        skills.skill_frequencies(0.0, 10)
+    with pytest.raises(ValueError, match="n_s"):
+        skills.skill_frequencies(0.5, 0)
+    with pytest.raises(ValueError, match="S"):
+        skills.skill_strength(1.0, -1.0, 0.1, 0.5)
+    with pytest.raises(ValueError, match="r0"):
+        skills.skill_strength(1.0, 1.0, -0.1, 0.5)
+
+
+def test_traced_hyperparameters_no_recompile():
+    f = jax.jit(lambda S, p: skills.skill_strength(jnp.linspace(0, 5, 4), S, 1e-3, p))
+    f(1.0, 0.2)
+    f(2.0, 0.3)
+    assert f._cache_size() == 1
