@@ -39,7 +39,7 @@ from nets import MLP, TrainConfig, train
 from nets.data import load
 
 SMOKE = os.environ.get("LRRICH_NOTEBOOK_SMOKE") == "1"
-P, STEPS = (31, 400) if SMOKE else (97, 4000)
+P, STEPS = (41, 400) if SMOKE else (97, 4000)
 data = load("modular_division", p=P, train_fraction=0.5, encoding="onehot")
 print(data.name, data.x_train.shape, "train equations;", data.x_test.shape[0], "test")
 
