@@ -231,7 +231,7 @@ def _build_program(gd_train, gd_eval, config, num_classes, spe, total, mesh) -> 
         return x
 
     def loss_fn(trainable, rest, xb, yb, key):
-        model = nnx.merge(gd_train, trainable, rest)
+        model = nnx.merge(gd_train, trainable, rest, copy=True)
         xb = scale_in(augment_batch(config.augment, xb, key))
         outputs = config.output_scale * model(xb)
         _, _, new_rest = nnx.split(model, filt, ...)

@@ -1,0 +1,281 @@
+"""Shared pieces of the image-classification experiments (seed 000 §5, App. E; thesis Ch. 2.4, 7).
+
+The label-shuffling, VGG16 ±BN, ResNet18 learning-rate and learning-curve experiments all do the
+same thing per grid point: build a model, train it with MSE on one-hot targets (``nets.train``,
+resumable), then measure the final network on the full train and test sets — accuracy, D_LR
+(seed 000 Eq. 7) and the feature decomposition (thesis Alg. 1, Eq. 2.3–2.6: D_eff(ρ), D_eff(Q̂)).
+This module holds that loop and the figures, so each experiment module only states its grid.
+
+Datasets: ``'digits'`` (scikit-learn's 8×8 digits as 64-vectors, offline), ``'digits32'`` (the
+same images upsampled 4× by pixel repetition to 32×32×3 and standardised, the offline stand-in for
+CIFAR in the convolutional experiments), ``'mnist'`` (padded to 32×32 for conv nets, thesis §2.4),
+``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]`` extra; never downloaded here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from lrrich import io
+
+DATASETS = ("digits", "digits32", "mnist", "cifar10", "cifar100")
+MODELS = ("mlp", "resnet18", "vgg16", "vgg16_bn")
+
+
+def load_task(
+    dataset: str, *, n_train: int | None = None, seed: int = 0, data_dir: str | None = None
+):
+    """The dataset of an experiment as a :class:`nets.data.Dataset` (see the module docstring).
+
+    Args:
+      dataset: one of ``DATASETS``.
+      n_train: keep a random subset of this many training examples (None: all).
+      seed: NumPy seed of the subset.
+      data_dir: TFDS folder for MNIST/CIFAR.
+    """
+    from nets.data import load, load_digits
+
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(DATASETS)}")
+    if dataset in ("digits", "digits32"):
+        data = load_digits(flatten=dataset == "digits")
+        if dataset == "digits32":
+            # 8×8 → 32×32 by pixel repetition, grey → 3 channels, standardised with the training
+            # statistics (the CIFAR-style per-channel normalisation, identical channels here).
+            up = [
+                np.repeat(np.repeat(x, 4, 1), 4, 2).repeat(3, 3)
+                for x in (data.x_train, data.x_test)
+            ]
+            mean, std = up[0].mean(), up[0].std()
+            data = data._replace(x_train=(up[0] - mean) / std, x_test=(up[1] - mean) / std)
+            data = data._replace(name="digits32")
+    else:
+        data = load(dataset, data_dir=data_dir)
+        if dataset == "mnist":  # padded to the size of CIFAR images (thesis §2.4)
+            pad = ((0, 0), (2, 2), (2, 2), (0, 0))
+            data = data._replace(x_train=np.pad(data.x_train, pad), x_test=np.pad(data.x_test, pad))
+    if n_train is not None:
+        if not 1 <= n_train <= len(data.x_train):
+            raise ValueError(f"n_train must be in [1, {len(data.x_train)}], got {n_train}")
+        keep = np.sort(np.random.default_rng(seed).permutation(len(data.x_train))[:n_train])
+        data = data._replace(x_train=data.x_train[keep], y_train=data.y_train[keep])
+    return data
+
+
+def make_model(
+    model: str, data, *, width: int, depth: int = 2, seed: int = 0, init: str | None = None
+):
+    """A fresh model for ``data``: ``'mlp'`` (``depth`` hidden layers of ``width``, ReLU),
+    ``'resnet18'`` (k = ``width``), ``'vgg16'`` / ``'vgg16_bn'`` (CIFAR head, first-block width
+    ``width``, layer init ``init``, see :class:`nets.VGG16`), initialised from
+    ``nnx.Rngs(seed)``."""
+    from flax import nnx
+
+    from nets import MLP, VGG16, ResNet18
+
+    rngs = nnx.Rngs(seed)
+    shape, c = data.input_shape, data.num_classes
+    if model == "mlp":
+        return MLP(int(np.prod(shape)), (width,) * depth, c, activation="relu", rngs=rngs)
+    if len(shape) != 3:
+        raise ValueError(f"model {model!r} needs images (H, W, C), got inputs of shape {shape}")
+    if model == "resnet18":
+        return ResNet18(c, k=width, in_channels=shape[-1], rngs=rngs)
+    if model in ("vgg16", "vgg16_bn"):
+        return VGG16(
+            c,
+            batch_norm=model == "vgg16_bn",
+            width=width,
+            in_channels=shape[-1],
+            init=init,
+            rngs=rngs,
+        )
+    raise ValueError(f"unknown model {model!r}; choose one of {list(MODELS)}")
+
+
+def _flat(data):
+    """Images flattened to vectors (for the MLP on image datasets)."""
+    return data._replace(
+        x_train=data.x_train.reshape(len(data.x_train), -1),
+        x_test=data.x_test.reshape(len(data.x_test), -1),
+    )
+
+
+def _features_outputs(model, x: np.ndarray, output_scale: float, chunk: int = 512):
+    """Φ(x) and the trained outputs s_out·f(x) on all of x, in fixed-size chunks (one compile)."""
+    from flax import nnx
+
+    @nnx.jit
+    def fwd(m, xb):
+        phi = m.features(xb)
+        return phi, output_scale * m.head(phi)
+
+    chunk = min(chunk, len(x))
+    feats, outs = [], []
+    for i in range(0, len(x), chunk):
+        xb = x[i : i + chunk]
+        pad = chunk - len(xb)
+        if pad:
+            xb = np.concatenate([xb, np.repeat(xb[:1], pad, axis=0)])
+        f, o = fwd(model, jax.numpy.asarray(xb))
+        feats.append(np.asarray(f)[: chunk - pad])
+        outs.append(np.asarray(o)[: chunk - pad])
+    return np.concatenate(feats), np.concatenate(outs)
+
+
+def safe_dlr(features, outputs) -> float:
+    """D_LR, or NaN where it is undefined (outputs constant over the samples, e.g. a dead net)."""
+    from metrics import dlr
+
+    try:
+        return float(dlr(features, outputs))
+    except ValueError:
+        return float("nan")
+
+
+def measure(model, data, output_scale: float) -> dict:
+    """Accuracy, D_LR and the feature decomposition of a trained model on the full data.
+
+    D_LR (seed 000 Eq. 7) on the train and the test set; the decomposition (thesis Alg. 1) is fit on
+    the training features (needs n_train ≥ p) and evaluated on the test set with the true one-hot
+    test labels as targets: D_eff(ρ) is the adjusted 1 + D_eff(ρ₂…ρ_p) (thesis Eq. 2.6), D_eff(Q̂)
+    the effective dimension of the utilization (thesis Table 2.2 columns).
+    """
+    from metrics import feature_decomposition
+
+    phi_tr, out_tr = _features_outputs(model, data.x_train, output_scale)
+    phi_te, out_te = _features_outputs(model, data.x_test, output_scale)
+    res = {
+        "train_acc": float(np.mean(out_tr.argmax(1) == data.y_train)),
+        "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
+        "dlr_train": safe_dlr(phi_tr, out_tr),
+        "dlr": safe_dlr(phi_te, out_te),
+        "n_features": int(phi_tr.shape[1]),
+    }
+    if phi_tr.shape[0] >= phi_tr.shape[1] and np.isfinite(res["dlr"]):
+        targets = np.eye(data.num_classes, dtype=phi_te.dtype)[data.y_test]
+        fd = feature_decomposition(phi_tr, phi_te, out_te, targets)
+        res.update(
+            d_eff_rho=float(fd.d_eff_rho_adjusted),
+            d_eff_util=float(fd.d_eff_utilization),
+            d_eff_quality=float(fd.d_eff_quality),
+            e1_constant_overlap=float(fd.e1_constant_overlap),
+            decomposition={
+                "cum_quality": np.asarray(fd.cum_quality).tolist(),
+                "cum_utilization": np.asarray(fd.cum_utilization).tolist(),
+                "relative_intensity": np.asarray(fd.relative_intensity).tolist(),
+                "dlr": float(fd.dlr),
+            },
+        )
+    return res
+
+
+def train_point(
+    model_name: str,
+    data,
+    train_config,
+    *,
+    width: int,
+    depth: int = 2,
+    seed: int = 0,
+    init: str | None = None,
+    run_dir: Path,
+    checkpoint_every: int = 0,
+) -> dict:
+    """Train one grid point (resumable) and :func:`measure` it; cached in ``run_dir/point.json``.
+
+    The sub-run directory holds ``metrics.jsonl`` and orbax checkpoints (``nets.train`` with
+    ``resume=True``), so an interrupted ``lrrich run … --resume`` continues mid-point; a finished
+    point whose cached settings match is read back instead of retrained.
+
+    Returns:
+      ``measure(...)`` plus ``history`` (per log point: epoch, train/test accuracy, D_LR) and
+      ``train_seconds``.
+    """
+    from nets import train
+
+    run_dir = Path(run_dir)
+    key = {
+        "model": model_name,
+        "width": width,
+        "depth": depth,
+        "seed": seed,
+        "init": init,
+        # the labels' hash tells shuffled from clean labels and subsets apart
+        "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
+        "train": dataclasses.asdict(train_config),
+    }
+    cache = run_dir / "point.json"
+    if cache.exists():
+        cached = io.read_json(cache)
+        if cached.get("key") == json.loads(json.dumps(key)):
+            return cached["result"]
+    if model_name == "mlp" and data.x_train.ndim > 2:
+        data = _flat(data)
+    model = make_model(model_name, data, width=width, depth=depth, seed=seed, init=init)
+    model, hist = train(
+        model,
+        data,
+        train_config,
+        key=jax.random.key(seed),
+        run_dir=run_dir,
+        checkpoint_every=checkpoint_every,
+        resume=checkpoint_every > 0,
+        metrics={"dlr": safe_dlr},
+        progress=True,
+    )
+    res = measure(model, data, train_config.output_scale)
+    res["history"] = {
+        k: hist.column(k).tolist()
+        for k in ("step", "epoch", "loss", "train_acc", "test_acc", "dlr_train", "dlr_test")
+    }
+    res["train_seconds"] = hist.train_time + hist.compile_time
+    io.write_json(cache, {"key": key, "result": res})
+    return res
+
+
+def point_summary(res: dict, suffix: str = "") -> dict:
+    """The headline numbers of one grid point, keys suffixed (e.g. ``dlr_lr0.05``)."""
+    keys = ("dlr", "dlr_train", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")
+    return {f"{k}{suffix}": res[k] for k in keys if k in res}
+
+
+def tag(value: float) -> str:
+    """A short, stable text for a grid value in summary keys: 0.05 → '0.05', 1e-3 → '0.001'."""
+    return f"{value:g}"
+
+
+def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -> list[Path]:
+    """``<stem>_training.png`` (D_LR and accuracy vs epoch per point) and ``<stem>_features.png``
+    (Π*(k), Π̂(k), ρ_k/ρ_1 per point, thesis Fig. 2.3 style)."""
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+    from metrics import plot_feature_decomposition
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    for label, r in points.items():
+        h = r["history"]
+        (line,) = axes[0].plot(h["epoch"], h["dlr_test"], marker="o", ms=3, label=label)
+        axes[0].plot(h["epoch"], h["dlr_train"], ls=":", color=line.get_color())
+        axes[1].plot(h["epoch"], h["train_acc"], ls=":", color=line.get_color())
+        axes[1].plot(h["epoch"], h["test_acc"], marker="o", ms=3, color=line.get_color())
+        loss = np.array([np.nan if v is None else v for v in h["loss"]], float)  # NaN at step 0
+        axes[2].semilogy(h["epoch"], loss, color=line.get_color())
+    axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
+    axes[0].set(xlabel="epoch", ylabel="D_LR (test; dotted: train)", ylim=(0, 1), title=title)
+    axes[1].set(xlabel="epoch", ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
+    axes[2].set(xlabel="epoch", ylabel="training loss")
+    axes[0].legend(fontsize=8)
+    paths = [save_figure(fig, Path(run_dir) / f"{stem}_training.png")]
+    decomp = {k: r["decomposition"] for k, r in points.items() if "decomposition" in r}
+    if decomp:
+        fig = plot_feature_decomposition(decomp)
+        paths.append(save_figure(fig, Path(run_dir) / f"{stem}_features.png"))
+    return paths

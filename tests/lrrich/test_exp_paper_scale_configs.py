@@ -1,0 +1,138 @@
+"""The paper-scale image experiments: tiny CPU runs, valid paper configs, a parallel sweep.
+
+label-shuffling, vgg-batchnorm, resnet-lr and learning-curve are accelerator-scale in the paper;
+here each runs end-to-end at a tiny size (a few steps), writes results, figures and the report,
+and its ``SCALES["paper"]`` config is checked against the paper's setting (seed 000 App. F.4,
+thesis §2.4) without loading the data.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lrrich import io, registry
+from lrrich.experiments import _image_runs as common
+from lrrich.runner import run_experiment
+from lrrich.sweep import run_sweep
+
+TINY = {
+    "label-shuffling": dict(
+        model="mlp", width=32, n_train=256, shuffle_fractions=(0.0, 1.0), epochs=2
+    ),
+    "vgg-batchnorm": dict(width=2, n_train=128, epochs=1, batch_size=64),
+    "resnet-lr": dict(width=2, n_train=128, epochs=1, batch_size=64, lrs=(0.01, 0.1)),
+    "learning-curve": dict(width=32, n_trains=(64, 256), weight_decays=(0.0, 0.01), epochs=2),
+}
+PAPER_DATA = {
+    "label-shuffling": "cifar10",
+    "vgg-batchnorm": "cifar100",
+    "resnet-lr": "cifar100",
+    "learning-curve": "cifar10",
+}
+
+
+def _tiny(name: str):
+    exp = registry.get(name)
+    return exp, dataclasses.replace(exp.config("small"), **TINY[name])
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_tiny_run_writes_results_figures_report(name, tmp_path):
+    exp, cfg = _tiny(name)
+    res = run_experiment(exp, cfg, tmp_path / "run")
+    s = res["summary"]
+    dlrs = [v for k, v in s.items() if k.startswith("dlr")]
+    accs = [v for k, v in s.items() if "acc" in k]
+    assert dlrs and accs
+    assert all(0.0 <= v <= 1.0 for v in dlrs + accs)
+    figs = sorted(p.name for p in (tmp_path / "run").glob("*.png"))
+    assert figs and all((tmp_path / "run" / f).stat().st_size > 0 for f in figs)
+    md = (tmp_path / "run" / "report.md").read_text()
+    assert "## Paper vs measured" in md
+    for f in figs:
+        assert f"({f})" in md
+    # the report's paper-vs-measured table has measured entries
+    assert any(s.get(k) is not None for k in exp.paper)
+    if name == "label-shuffling":
+        assert set(exp.paper) <= set(s)
+        # fully shuffled labels carry no information about the (untouched) test labels
+        assert s["test_acc_shuffle100"] < 0.3
+    if name == "resnet-lr":
+        assert s["richest_lr"] in cfg.lrs and s["best_lr"] in cfg.lrs
+
+
+def test_one_point_run_reports_plain_keys(tmp_path):
+    exp, cfg = _tiny("label-shuffling")
+    cfg = dataclasses.replace(cfg, shuffle_fractions=(0.1,))
+    s = run_experiment(exp, cfg, tmp_path / "run")["summary"]
+    assert {"dlr", "test_acc", "train_acc", "d_eff_rho", "d_eff_util"} <= set(s)
+    assert not any(k.endswith("_shuffle10") for k in s)
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_DATA))
+def test_paper_configs_name_the_paper_setting(name):
+    exp = registry.get(name)
+    paper, small = exp.config("paper"), exp.config("small")
+    assert paper.dataset == PAPER_DATA[name]
+    assert small.dataset in ("digits", "digits32")  # offline
+    assert type(paper) is exp.config_cls and paper != small
+    assert paper.checkpoint_every > 0  # resumable on an accelerator
+    # seed 000 App. F.4 / thesis §2.4: SGD momentum 0.9, batch 128, CIFAR augmentation
+    assert (paper.momentum, paper.batch_size, paper.augment) == (0.9, 128, "cifar")
+    width = {"label-shuffling": 64, "vgg-batchnorm": 64, "resnet-lr": 64, "learning-curve": 64}
+    assert paper.width == width[name]
+    # the config round-trips through --set strings
+    strings = {f.name: str(getattr(paper, f.name)) for f in dataclasses.fields(paper)}
+    strings = {k: v.strip("()").replace(" ", "") for k, v in strings.items()}
+    assert exp.config("paper", strings) == paper
+
+
+def test_paper_grids_are_the_papers():
+    assert registry.get("label-shuffling").config("paper").shuffle_fractions == (0.0, 0.1, 1.0)
+    assert registry.get("label-shuffling").config("paper").n_train == 10_000
+    assert registry.get("vgg-batchnorm").config("paper").batch_norm == (False, True)
+    assert registry.get("resnet-lr").config("paper").lrs == (0.005, 0.05, 0.2)
+    vgg = registry.get("vgg-batchnorm").config("paper")
+    # seed 000 Fig 6 / T §2.4: 400 epochs, lr 0.01, output scale 1/10, weight decay 1e-3
+    assert (vgg.epochs, vgg.lr, vgg.output_scale, vgg.weight_decay) == (400, 0.01, 0.1, 1e-3)
+    lr = registry.get("resnet-lr").config("paper")
+    assert (lr.epochs, lr.output_scale, lr.weight_decay) == (600, 0.1, 1e-3)
+
+
+def test_offline_digits32_task():
+    data = common.load_task("digits32")
+    assert data.x_train.shape == (1437, 32, 32, 3) and data.x_test.shape == (360, 32, 32, 3)
+    assert abs(float(data.x_train.mean())) < 1e-5 and abs(float(data.x_train.std()) - 1) < 1e-5
+    # pixel repetition: each 4×4 block is constant and equal across channels
+    blocks = data.x_train[:5].reshape(5, 8, 4, 8, 4, 3)
+    assert np.all(blocks == blocks[:, :, :1, :, :1, :1])
+    with pytest.raises(ValueError, match="unknown dataset"):
+        common.load_task("imagenet")
+    with pytest.raises(ValueError, match="n_train"):
+        common.load_task("digits", n_train=10_000)
+
+
+@pytest.mark.slow  # three JAX processes (~30 s CPU each on a loaded 2-core machine)
+def test_sweep_in_two_processes_aggregates(tmp_path):
+    # single-valued grid keys act as overrides: a tiny MLP, 2 fractions × 2 seeds, 2 processes
+    tiny = {"model": ["mlp"], "width": ["32"], "n_train": ["128"], "epochs": ["2"]}
+    grid = {"shuffle_fractions": ["0", "1"], **tiny}
+    out = run_sweep("label-shuffling", grid, tmp_path / "sweep", seeds=2, jobs=2, progress=False)
+    runs = sorted((tmp_path / "sweep").glob("*/results.json"))
+    assert len(runs) == 4
+    rows = {r["point"]["shuffle_fractions"]: r for r in out["rows"]}
+    assert set(rows) == {"[0.0]", "[1.0]"}  # the config value as stored in config.json
+    for r in rows.values():
+        assert r["n"] == 2 and {"dlr", "test_acc", "train_acc"} <= set(r)
+        vals = [
+            io.read_json(p)["summary"]["dlr"]
+            for p in runs
+            if io.read_json(p.parent / "config.json")["config"]["shuffle_fractions"]
+            == [float(r["point"]["shuffle_fractions"].strip("[]"))]
+        ]
+        assert r["dlr"]["mean"] == pytest.approx(np.mean(vals))
+        assert r["dlr"]["std"] == pytest.approx(np.std(vals))
+    assert (tmp_path / "sweep" / "sweep.md").exists() and (
+        tmp_path / "sweep" / "sweep.png"
+    ).exists()
