@@ -1,26 +1,40 @@
-"""Closed-form gradient-flow solutions vs diffrax integration of the same trajectories.
+"""Closed-form gradient-flow solutions vs diffrax integration of the same trajectories (issues 2, 3).
 
-For the diagonal linear network (d = 8 modes) and the Saxe task-aligned network (c = 3, d = 4,
-h = 5), both evaluated at 1,000 time points, jitted, timed after compilation. The baseline is the
-reference integrator :func:`sims.gradient_flow` (Dopri8, rtol 1e-12) and a looser rtol 1e-8 run.
-Target: closed form ≥ 100× faster per trajectory.
+For every solvable model in :mod:`sims` (diagonal, Saxe, λ-balanced, scalar-in/out, single
+neuron) both sides are jitted and timed after compilation, on the same initialisations, at 1,000
+time points, float64:
+
+* **single**: one trajectory per call (includes the per-call dispatch of a few µs);
+* **vmap 64**: one call on a batch of 64 trajectories (``jax.vmap`` of the same function, for the
+  closed form *and* for diffrax), divided by 64: the per-trajectory compute cost.
+
+The baseline is the reference integrator :func:`sims.gradient_flow` (Dopri8, rtol 1e-12, the one
+the tests use). "max |Δ|" is the largest difference between the two on the vmapped batch. Then the
+throughput targets of issue 3: 10⁵ trajectories × 100 time points after compilation, for the
+single neuron (d = 3, all outputs) and the scalar-in/out network with p = 64 (θ, γ and the mode
+sums; all weights a_i(t), b_i(t) on 10⁴ trajectories, since 10⁵ × 100 × 64 × 2 doubles is 10 GB).
+Targets: ratio ≥ 100× per trajectory; throughput < 1 s. Timings are the best of a few runs (the
+least disturbed by other load on a shared machine); the load average is printed.
 
     python benchmarks/bench_closed_form.py
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
-from sims import diagonal, gradient_flow, saxe
+N_TIMES = 1000
+BATCH = 64
 
 
-def _time(fn, *args, repeats: int) -> float:
-    """Best-of-``repeats`` wall time of one call (the best run is the least disturbed by other load)."""
-    jax.block_until_ready(fn(*args))  # compile
+def _best(fn: Callable, *args, repeats: int) -> float:
+    """Best-of-``repeats`` wall time of ``fn(*args)`` after a compiling call."""
+    jax.block_until_ready(fn(*args))
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -29,73 +43,211 @@ def _time(fn, *args, repeats: int) -> float:
     return best
 
 
-def _report(name: str, t_cf: float, t_flows: dict, err: float) -> None:
-    print(
-        f"{name}: closed form {t_cf * 1e6:9.1f} µs/trajectory  (max |Δ| vs rtol=1e-12 flow {err:.1e})"
+def _row(
+    name: str, closed: Callable, flow: Callable, batch: tuple, *, mapped: bool = False
+) -> dict:
+    """Time one model: single trajectory (the first of the batch) and the vmapped batch.
+
+    ``mapped``: batch the closed form with ``lax.map`` (a loop over trajectories) instead of
+    ``vmap`` (see the λ-balanced note in :func:`_lambda_balanced`).
+    """
+    one = tuple(x[0] for x in batch)
+    c1, f1 = jax.jit(closed), jax.jit(flow)
+    fb = jax.jit(jax.vmap(flow))
+    if mapped:
+        cb = jax.jit(lambda *b: jax.lax.map(lambda a: closed(*a), b))
+    else:
+        cb = jax.jit(jax.vmap(closed))
+    err = max(
+        float(jnp.max(jnp.abs(a - b)))
+        for a, b in zip(jax.tree.leaves(cb(*batch)), jax.tree.leaves(fb(*batch)), strict=True)
     )
-    for label, t_flow in t_flows.items():
-        print(
-            f"  diffrax {label:>10}: {t_flow * 1e3:9.2f} ms/trajectory   ratio {t_flow / t_cf:9.0f}×"
-        )
+    return {
+        "name": name,
+        "cf1": _best(c1, *one, repeats=30),
+        "df1": _best(f1, *one, repeats=3),
+        "cfb": _best(cb, *batch, repeats=10) / BATCH,
+        "dfb": _best(fb, *batch, repeats=2) / BATCH,
+        "err": err,
+    }
 
 
-def bench_diagonal(n_times: int = 1000) -> None:
-    key = jax.random.key(0)
-    ka, kb, ks = jax.random.split(key, 3)
+def _diagonal(key):
+    from sims import diagonal, gradient_flow
+
     d = 8
-    a0 = 1e-3 * jax.random.normal(ka, (d,))
-    b0 = 1e-3 * jax.random.normal(kb, (d,))
+    ka, kb, ks = jax.random.split(key, 3)
     sigma2 = jnp.logspace(0.0, -1.0, d)
     S = jax.random.uniform(ks, (d,), minval=0.5, maxval=2.0)
-    t = jnp.linspace(0.0, 200.0, n_times)
-    cf = jax.jit(lambda a0, b0, t: diagonal.solve(a0, b0, sigma2, S, t).u)
-    flows = {}
-    for rtol in (1e-12, 1e-8):
-        flows[f"rtol={rtol:.0e}"] = jax.jit(
-            lambda a0, b0, t, rtol=rtol: (lambda p: p["a"] * p["b"])(
-                gradient_flow(
-                    diagonal.loss, {"a": a0, "b": b0}, t, (sigma2, S), rtol=rtol, atol=1e-30
-                )
-            )
-        )
-    t_cf = _time(cf, a0, b0, t, repeats=50)
-    t_flows = {k: _time(f, a0, b0, t, repeats=5) for k, f in flows.items()}
-    err = float(jnp.max(jnp.abs(cf(a0, b0, t) - flows["rtol=1e-12"](a0, b0, t))))
-    _report("diagonal network (d = 8, 1000 times)", t_cf, t_flows, err)
-    # A sweep: 64 initialisations at once (vmap), time per trajectory.
-    n = 64
-    A0 = 1e-3 * jax.random.normal(ka, (n, d))
-    B0 = 1e-3 * jax.random.normal(kb, (n, d))
-    cf_b = jax.jit(jax.vmap(cf, in_axes=(0, 0, None)))
-    flow_b = jax.jit(jax.vmap(flows["rtol=1e-12"], in_axes=(0, 0, None)))
-    t_cf = _time(cf_b, A0, B0, t, repeats=20) / n
-    t_flow = _time(flow_b, A0, B0, t, repeats=2) / n
-    err = float(jnp.max(jnp.abs(cf_b(A0, B0, t) - flow_b(A0, B0, t))))
-    _report(f"diagonal network, vmapped sweep of {n} inits", t_cf, {"rtol=1e-12": t_flow}, err)
+    t = jnp.linspace(0.0, 200.0, N_TIMES)
+    batch = (1e-3 * jax.random.normal(ka, (BATCH, d)), 1e-3 * jax.random.normal(kb, (BATCH, d)))
+
+    def closed(a0, b0):
+        return diagonal.solve(a0, b0, sigma2, S, t).u
+
+    def flow(a0, b0):
+        p = gradient_flow(diagonal.loss, {"a": a0, "b": b0}, t, (sigma2, S), atol=1e-30)
+        return p["a"] * p["b"]
+
+    return _row("diagonal (d=8)", closed, flow, batch)
 
 
-def bench_saxe(n_times: int = 1000) -> None:
+def _saxe(key):
+    from sims import gradient_flow, saxe
+
     sigma_yx = jax.random.normal(jax.random.key(1), (3, 4))
-    init = saxe.aligned_init(sigma_yx, 5, 1e-3)
-    t = jnp.linspace(0.0, 40.0, n_times)
-    cf = jax.jit(lambda w1, w2, t: saxe.solve(sigma_yx, w1, w2, t).network_map)
-    flows = {}
-    for rtol in (1e-12, 1e-8):
-        flows[f"rtol={rtol:.0e}"] = jax.jit(
-            lambda w1, w2, t, rtol=rtol: (lambda p: p.w2 @ p.w1)(
-                gradient_flow(saxe.loss, saxe.SaxeInit(w1, w2), t, sigma_yx, rtol=rtol, atol=1e-30)
-            )
-        )
-    t_cf = _time(cf, init.w1, init.w2, t, repeats=50)
-    t_flows = {k: _time(f, init.w1, init.w2, t, repeats=5) for k, f in flows.items()}
-    err = float(
-        jnp.max(jnp.abs(cf(init.w1, init.w2, t) - flows["rtol=1e-12"](init.w1, init.w2, t)))
+    t = jnp.linspace(0.0, 40.0, N_TIMES)
+    scales = 10 ** jax.random.uniform(key, (BATCH,), minval=-4.0, maxval=-1.0)
+    inits = [saxe.aligned_init(sigma_yx, 5, float(s)) for s in scales]
+    batch = (jnp.stack([i.w1 for i in inits]), jnp.stack([i.w2 for i in inits]))
+
+    def closed(w1, w2):
+        return saxe.solve(sigma_yx, w1, w2, t).network_map
+
+    def flow(w1, w2):
+        p = gradient_flow(saxe.loss, saxe.SaxeInit(w1, w2), t, sigma_yx, atol=1e-30)
+        return p.w2 @ p.w1
+
+    return _row("saxe (c=3,d=4,h=5)", closed, flow, batch)
+
+
+def _lambda_balanced(key):
+    from sims import gradient_flow
+    from sims import lambda_balanced as lb
+
+    d, h, c = 4, 3, 3
+    sig = jax.random.normal(jax.random.key(0), (c, d))
+    t = jnp.linspace(0.0, 40.0, N_TIMES)
+    lam = jnp.linspace(-2.0, 2.0, BATCH)
+    batch = jax.vmap(lambda k, la: lb.balanced_init(k, d, h, c, 0.1, la))(
+        jax.random.split(key, BATCH), lam
     )
-    _report("Saxe network (c = 3, d = 4, h = 5, 1000 times)", t_cf, t_flows, err)
+
+    def closed(W1, W2):
+        return lb.solve(W1, W2, sig, t).network
+
+    def flow(W1, W2):
+        p = gradient_flow(lb._loss, {"W1": W1, "W2": W2}, t, sig)
+        return p["W2"] @ p["W1"]
+
+    # vmap of lambda_balanced.solve over trajectories stalls (batched per-time LAPACK QR; 8 × 1000
+    # times never finish on the 2-core CPU), so the closed-form batch is a lax.map loop.
+    return _row("lambda_balanced (d=4,h=3,c=3)*", closed, flow, batch, mapped=True)
+
+
+def _scalar_linear(key):
+    from sims import gradient_flow
+    from sims import scalar_linear as sl
+
+    p = 64
+    t = jnp.linspace(0.0, 20.0, N_TIMES)
+    ab = 0.01 * jax.random.normal(key, (2, BATCH, p))
+    batch = (ab[0], ab[1])
+    args = (jnp.asarray(2.0), jnp.asarray(1.0))
+
+    def closed(a0, b0):
+        r = sl.solve(a0, b0, 2.0, t)
+        return r.a, r.b
+
+    def flow(a0, b0):
+        y = gradient_flow(sl._loss, {"a": a0, "b": b0}, t, args)
+        return y["a"], y["b"]
+
+    return _row("scalar_linear (p=64)", closed, flow, batch)
+
+
+def _single_neuron(key):
+    from sims import single_neuron as sn
+
+    X, y, beta_star, a0, w0, eta_a, eta_w = sn._random_cases(key, BATCH, d=3)
+    t = jnp.linspace(0.0, 30.0, N_TIMES)
+
+    def closed(a, w, ea, ew):
+        r = sn.solve(a, w, beta_star, t, ea, ew)
+        return r.a, r.w
+
+    def flow(a, w, ea, ew):
+        r = sn._reference_flow(X, y, a, w, t, ea, ew)
+        return r["a"], r["w"]
+
+    return _row("single_neuron (d=3, all δ)", closed, flow, (a0, w0, eta_a, eta_w))
+
+
+def _throughput() -> list[tuple[str, float]]:
+    from sims import scalar_linear as sl
+    from sims import single_neuron as sn
+
+    out = []
+    n, nt = 100_000, 100
+    tt = jnp.linspace(0.0, 20.0, nt)
+    ka, kw = jax.random.split(jax.random.key(5))
+    A0, W0 = jax.random.normal(ka, (n,)), jax.random.normal(kw, (n, 3))
+    bs = jnp.ones(3) / jnp.sqrt(3.0)
+    fn = jax.jit(jax.vmap(lambda a, w: sn.solve(a, w, bs, tt)))
+    out.append(
+        (f"single_neuron d=3, {n:,} traj x {nt} times, all outputs", _best(fn, A0, W0, repeats=3))
+    )
+    k1, k2 = jax.random.split(jax.random.key(6))
+    S = jnp.linspace(0.5, 2.0, n)
+    a0, b0 = 0.1 * jax.random.normal(k1, (n, 64)), 0.1 * jax.random.normal(k2, (n, 64))
+
+    def sums(a, b, s):
+        r = sl.solve(a, b, s, tt)
+        return r.theta, r.gamma, r.theta_aligned, r.theta_antialigned
+
+    fn = jax.jit(jax.vmap(sums))
+    out.append(
+        (
+            f"scalar_linear p=64, {n:,} traj x {nt} times, θ, γ, mode sums",
+            _best(fn, a0, b0, S, repeats=3),
+        )
+    )
+    m = 10_000
+    fn = jax.jit(jax.vmap(lambda a, b, s: sl.solve(a, b, s, tt)))
+    out.append(
+        (
+            f"scalar_linear p=64, {m:,} traj x {nt} times, all outputs (×10 for 1e5)",
+            _best(fn, a0[:m], b0[:m], S[:m], repeats=3),
+        )
+    )
+    return out
+
+
+def main() -> None:
+    jax.config.update("jax_enable_x64", True)
+    print(
+        f"jax {jax.__version__} ({jax.default_backend()}), float64, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}; {N_TIMES} time points per trajectory"
+    )
+    key = jax.random.key(0)
+    rows = [
+        f(k)
+        for f, k in zip(
+            (_diagonal, _saxe, _lambda_balanced, _scalar_linear, _single_neuron),
+            jax.random.split(key, 5),
+            strict=True,
+        )
+    ]
+    head = (
+        f"{'model':<30} {'closed µs':>10} {'diffrax µs':>11} {'ratio':>7}   "
+        f"{'closed µs':>10} {'diffrax µs':>11} {'ratio':>7}   {'max |Δ|':>8}"
+    )
+    print(
+        f"{'':<30} {'----- single trajectory -----':>30}   {'--- vmap 64, per trajectory ---':>30}"
+    )
+    print(head)
+    for r in rows:
+        print(
+            f"{r['name']:<30} {r['cf1'] * 1e6:10.1f} {r['df1'] * 1e6:11.0f} "
+            f"{r['df1'] / r['cf1']:6.0f}×   {r['cfb'] * 1e6:10.1f} {r['dfb'] * 1e6:11.0f} "
+            f"{r['dfb'] / r['cfb']:6.0f}×   {r['err']:8.1e}"
+        )
+    print("* closed-form batch via lax.map (a loop over the 64), not vmap")
+    print("throughput after compilation (target < 1 s):")
+    for name, sec in _throughput():
+        print(f"  {name:<66} {sec:7.3f} s")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    jax.config.update("jax_enable_x64", True)
-    print(f"backend: {jax.default_backend()}, float64")
-    bench_diagonal()
-    bench_saxe()
+    main()

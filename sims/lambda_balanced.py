@@ -171,8 +171,30 @@ def _at_time(f, Wm, L0, t):
     return jnp.where(use_omega, z_omega, z_tri)
 
 
-@jax.jit
-def _solve(W1, W2, sig, t):
+_CHUNK = 256  # time points per batched QR (see _solve)
+
+
+@jax.custom_batching.custom_vmap
+def _solve_unbatched(W1, W2, sig, t):
+    return _solve_body(W1, W2, sig, t)
+
+
+@_solve_unbatched.def_vmap
+def _solve_vmap(axis_size, in_batched, W1, W2, sig, t):
+    """vmap over trajectories runs them one after another (``lax.map``): XLA:CPU deadlocked on the
+    single batched QR that plain batching produces for ~10⁴ small matrices."""
+    args = [
+        x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+        for x, b in zip((W1, W2, sig, t), in_batched, strict=True)
+    ]
+    out = jax.lax.map(lambda a: _solve_unbatched(*a), tuple(args))
+    return out, jax.tree.map(lambda _: True, out)
+
+
+_solve = jax.jit(_solve_unbatched)
+
+
+def _solve_body(W1, W2, sig, t):
     h, d = W1.shape
     c = W2.shape[0]
     lam, _ = imbalance(W1, W2)
@@ -189,7 +211,14 @@ def _solve(W1, W2, sig, t):
     Wm, Rb = jnp.linalg.qr(Qt.T, mode="complete")  # Q̃ᵀ = W R_b, W ∈ O(h)
     L0 = jnp.triu(Rb).T  # (n, h) = Q̃W, exactly lower-trapezoidal
     ts = t.reshape(-1)
-    Z = jax.vmap(lambda s: _at_time(f, Wm, L0, s))(ts)  # (N, n, h)
+    # Times in chunks of ≤ _CHUNK: XLA:CPU was seen to deadlock on one batched QR/triangular solve
+    # over ~8,000 small matrices (0 % CPU, never returns); chunks of 256 run at the same speed.
+    n_t = ts.shape[0]
+    n_chunks = -(-n_t // _CHUNK)
+    padded = jnp.concatenate([ts, jnp.zeros(n_chunks * _CHUNK - n_t, ts.dtype)])
+    at_times = jax.vmap(lambda s: _at_time(f, Wm, L0, s))
+    Z = jax.lax.map(at_times, padded.reshape(n_chunks, _CHUNK))
+    Z = Z.reshape((n_chunks * _CHUNK,) + Z.shape[2:])[:n_t]  # (N, n, h)
     Q = jnp.einsum("ij,tjk->tik", V, Z)
     Qin, Qout = Q[:, :d], Q[:, d:]
     w1tw1 = Qin @ jnp.swapaxes(Qin, -1, -2)

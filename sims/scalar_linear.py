@@ -156,20 +156,30 @@ def _solve(a0, b0, S, Z, t):
     num = (d_plus_s + M) * th_over_d + one_minus_th
     den = (d_minus_s + P) * th_over_d + one_minus_th
     gamma = num / den
-    sqrt_num, sqrt_den = jnp.sqrt(num), jnp.sqrt(den)
+    root = jnp.sqrt(num) / jnp.sqrt(den)  # γ^{1/2}, no overflow even where γ would
     u0 = (a0 + b0) / 2
     v0 = (a0 - b0) / 2
     # u_i γ^{1/2} and v_i γ^{-1/2}; a zero mode stays zero even where γ over/underflows.
-    up = jnp.where(u0 == 0, 0.0, u0 * (sqrt_num / sqrt_den)[..., None])
-    vm = jnp.where(v0 == 0, 0.0, v0 * (sqrt_den / sqrt_num)[..., None])
+    up = jnp.where(u0 == 0, 0.0, u0 * root[..., None])
+    vm = jnp.where(v0 == 0, 0.0, v0 / root[..., None])
     a = up + vm
     b = up - vm
-    prod = a * b / Z
+
+    # Mode sums without p-wide work per time: a_i b_i = u_i(0)² γ − v_i(0)²/γ, so
+    # Σ_{i∈I} a_i b_i / Z = ½[P_I γ − M_I/γ] with P_I = Σ_I (a_i+b_i)²/2Z, M_I = Σ_I (a_i−b_i)²/2Z.
+    def mode_sum(P_I, M_I):
+        return 0.5 * (jnp.where(P_I > 0, P_I * gamma, 0.0) - jnp.where(M_I > 0, M_I / gamma, 0.0))
+
     sign = jnp.sign(a0 * b0 * S)
-    theta_al = jnp.sum(jnp.where(sign > 0, prod, 0.0), axis=-1)
-    theta_anti = jnp.sum(jnp.where(sign < 0, prod, 0.0), axis=-1)
+    pu, mv = (a0 + b0) ** 2 / (2 * Z), (a0 - b0) ** 2 / (2 * Z)
+    theta_al = mode_sum(
+        jnp.sum(jnp.where(sign > 0, pu, 0.0)), jnp.sum(jnp.where(sign > 0, mv, 0.0))
+    )
+    theta_anti = mode_sum(
+        jnp.sum(jnp.where(sign < 0, pu, 0.0)), jnp.sum(jnp.where(sign < 0, mv, 0.0))
+    )
     # θ = ½[Pγ − M/γ] straight from γ (XLA drops a, b when only θ is used: no p-wide work).
-    theta = 0.5 * (jnp.where(P > 0, P * gamma, 0.0) - jnp.where(M > 0, M / gamma, 0.0))
+    theta = mode_sum(P, M)
     safe_p = jnp.where(P > 0, P, 1.0)
     g_plus = jnp.where(P > 0, d_plus_s / safe_p, jnp.where(d_plus_s > 0, jnp.inf, 1.0))
     return Trajectory(

@@ -195,3 +195,35 @@ def test_bad_input():
         solve(W1, W2, sig, -1.0)
     with pytest.raises(ValueError, match="h <= min"):
         balanced_init(jax.random.key(0), 3, 4, 5, 1.0, 0.0)
+
+
+def test_wider_hidden_layer_and_init_missing_the_top_mode():
+    # h = 4 (unrolled factorisation at a larger width) and an init with no component on Σ's top
+    # singular pair (the first columns of L₀ start below the fastest-growing row), both vs mpmath.
+    sig = jax.random.normal(jax.random.key(11), (5, 6))
+    W1, W2 = balanced_init(jax.random.key(12), 6, 4, 5, 0.05, -0.4)
+    ts = [0.0, 0.7, 6.0, 40.0]
+    sol = solve(W1, W2, sig, jnp.array(ts))
+    for i, t in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1, W2, sig, t), 6, atol=1e-10)
+    W1s, W2s, _ = _aligned(np.array([2.0, 1.0]), np.array([1e-3, 1e-2]), 0.0)
+    W1a = jnp.concatenate([jnp.zeros((2, 1)), W1s], axis=1)  # (h=2, d=3): nothing on input 0
+    W2a = jnp.concatenate([jnp.zeros((1, 2)), W2s], axis=0)  # (c=3, h=2): nothing on output 0
+    S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    ts = [0.0, 3.0, 15.0, 60.0]
+    sol = solve(W1a, W2a, S, jnp.array(ts))
+    for i, t in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1a, W2a, S, t), 3, atol=1e-10)
+    assert abs(float(sol.network[-1][0, 0])) < 1e-10  # the top mode never grows
+
+
+def test_many_times_and_vmapped_trajectories_return():
+    """Regression: one batched QR over ~8,000 time points deadlocked XLA:CPU; times are chunked."""
+    keys = jax.random.split(jax.random.key(3), 8)
+    W1, W2 = jax.vmap(lambda k: balanced_init(k, 4, 3, 3, 0.1, 1.0))(keys)
+    sig = jnp.concatenate([jnp.diag(jnp.array([3.0, 2.0, 1.0])), jnp.zeros((3, 1))], axis=1)
+    t = jnp.linspace(0.0, 5.0, 1000)
+    batched = jax.vmap(lambda a, b: solve(a, b, sig, t).network)(W1, W2)
+    single = solve(W1[5], W2[5], sig, jnp.linspace(0.0, 5.0, 8000)).network
+    np.testing.assert_allclose(batched[5, -1], single[-1], rtol=1e-12, atol=1e-12)
+    assert batched.shape == (8, 1000, 3, 4) and np.all(np.isfinite(batched))
