@@ -32,7 +32,7 @@ def _leaves(model):
 
 
 class _Stop(Exception):
-    pass
+    """An interruption injected into a training run."""
 
 
 def test_resume_after_exception_gives_identical_parameters(digits, tmp_path):
