@@ -240,6 +240,28 @@ def train_point(
     return res
 
 
+def sgd_config(config, n_train: int, *, lr: float, weight_decay: float, **overrides):
+    """The SGD-with-momentum :class:`nets.TrainConfig` every image experiment trains with.
+
+    Reads ``momentum``, ``batch_size`` (capped at ``n_train``), ``epochs``, ``output_scale`` and
+    ``augment`` from the experiment's ``config``; ``lr`` and ``weight_decay`` are explicit because
+    the experiments sweep them; ``overrides`` replace any other TrainConfig field.
+    """
+    from nets import TrainConfig
+
+    kw = dict(
+        lr=lr,
+        momentum=config.momentum,
+        weight_decay=weight_decay,
+        batch_size=min(config.batch_size, n_train),
+        epochs=config.epochs,
+        output_scale=config.output_scale,
+        augment=config.augment,
+    )
+    kw.update(overrides)
+    return TrainConfig(**kw)
+
+
 def point_summary(res: dict, suffix: str = "") -> dict:
     """The headline numbers of one grid point, keys suffixed (e.g. ``dlr_lr0.05``)."""
     keys = ("dlr", "dlr_train", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")

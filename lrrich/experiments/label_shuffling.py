@@ -113,24 +113,21 @@ def _tag(fraction: float) -> str:
 
 def run(config: Config, run_dir: Path) -> dict:
     """Train one network per shuffle fraction; summary: D_LR, accuracies, D_eff per fraction."""
-    from nets import TrainConfig, shuffle_labels
+    from nets import shuffle_labels
 
     if not config.shuffle_fractions:
         raise ValueError("shuffle_fractions is empty: give at least one fraction in [0, 1]")
     data = common.load_task(
         config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
     )
-    tc = TrainConfig(
+    tc = common.sgd_config(
+        config,
+        len(data.x_train),
         lr=config.lr,
-        momentum=config.momentum,
         weight_decay=config.weight_decay,
-        batch_size=min(config.batch_size, len(data.x_train)),
-        epochs=config.epochs,
         schedule="step",
         step_every_epochs=config.step_every_epochs,
         step_factor=0.2,
-        output_scale=config.output_scale,
-        augment=config.augment,
     )
     points, summary = {}, {}
     for frac in config.shuffle_fractions:

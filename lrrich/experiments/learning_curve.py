@@ -115,7 +115,6 @@ def _power_law_exponent(n: np.ndarray, err: np.ndarray) -> float:
 
 def run(config: Config, run_dir: Path) -> dict:
     """Train one network per (n, λ); summary: D_LR and test accuracy per point, error exponents."""
-    from nets import TrainConfig
 
     if not config.n_trains or not config.weight_decays:
         raise ValueError("n_trains and weight_decays must each hold at least one value")
@@ -134,9 +133,10 @@ def run(config: Config, run_dir: Path) -> dict:
             batch = min(config.batch_size, n)
             steps = config.epochs * (n_max // min(config.batch_size, n_max))
             spe = n // batch
-            tc = TrainConfig(
+            tc = common.sgd_config(
+                config,
+                len(data.x_train),
                 lr=config.lr,
-                momentum=config.momentum,
                 weight_decay=wd,
                 batch_size=batch,
                 steps=steps,
@@ -145,8 +145,6 @@ def run(config: Config, run_dir: Path) -> dict:
                     1, round(config.step_every_epochs * steps / config.epochs / spe)
                 ),
                 step_factor=0.2,
-                output_scale=config.output_scale,
-                augment=config.augment,
             )
             res = common.train_point(
                 config.model,

@@ -108,7 +108,6 @@ SCALES = {
 def run(config: Config, run_dir: Path) -> dict:
     """Train ResNet18 at each learning rate; summary: D_LR, accuracy, D_eff(ρ), D_eff(Q̂) per lr,
     the richest and the best learning rate, and whether every run is in the MF regime."""
-    from nets import TrainConfig
 
     if not config.lrs:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
@@ -117,16 +116,13 @@ def run(config: Config, run_dir: Path) -> dict:
     )
     points, summary = {}, {}
     for lr in config.lrs:
-        tc = TrainConfig(
+        tc = common.sgd_config(
+            config,
+            len(data.x_train),
             lr=lr,
-            momentum=config.momentum,
             weight_decay=config.weight_decay,
-            batch_size=min(config.batch_size, len(data.x_train)),
-            epochs=config.epochs,
             schedule=config.schedule,
             step_every_epochs=config.step_every_epochs,
-            output_scale=config.output_scale,
-            augment=config.augment,
         )
         res = common.train_point(
             "resnet18",

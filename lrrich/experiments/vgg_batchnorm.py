@@ -99,21 +99,14 @@ SCALES = {
 
 def run(config: Config, run_dir: Path) -> dict:
     """Train VGG16 for each ``batch_norm`` value; summary: D_LR, accuracies, D_eff per variant."""
-    from nets import TrainConfig
 
     if not config.batch_norm:
         raise ValueError("batch_norm is empty: give False and/or True")
     data = common.load_task(
         config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
     )
-    tc = TrainConfig(
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-        batch_size=min(config.batch_size, len(data.x_train)),
-        epochs=config.epochs,
-        output_scale=config.output_scale,
-        augment=config.augment,
+    tc = common.sgd_config(
+        config, len(data.x_train), lr=config.lr, weight_decay=config.weight_decay
     )
     points, summary = {}, {}
     for bn in config.batch_norm:
