@@ -6,6 +6,83 @@ from typing import NamedTuple
 
 import numpy as np
 
+LAYOUTS = ("flat", "image", "padded")
+"""Shapes of the 28×28 grey-scale loaders: ``'flat'`` (n, 784) vectors, ``'image'`` (n, 28, 28, 1)
+and ``'padded'`` (n, 32, 32, 1), zero-padded by 2 pixels on each side to the CIFAR/LeNet-5 input
+size (thesis §2.4 pads MNIST this way for the convolutional networks)."""
+
+
+def to_layout(images: np.ndarray, layout: str) -> np.ndarray:
+    """Reshape grey-scale images (n, H, W) to ``layout`` (one of :data:`LAYOUTS`).
+
+    Args:
+      images: (n, H, W) pixel arrays.
+      layout: ``'flat'`` → (n, H·W); ``'image'`` → (n, H, W, 1); ``'padded'`` → (n, H+4, W+4, 1).
+
+    Returns:
+      the reshaped array, same dtype.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    if images.ndim != 3:
+        raise ValueError(f"images must have shape (n, H, W), got {images.shape}")
+    if layout == "flat":
+        return images.reshape(len(images), -1)
+    images = images[..., None]
+    if layout == "padded":
+        images = np.pad(images, ((0, 0), (2, 2), (2, 2), (0, 0)))
+    return images
+
+
+def stratified_order(labels: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded order of the indices of ``labels`` whose every prefix is class-balanced.
+
+    Indices are shuffled with ``numpy.random.default_rng(seed)``, then stably sorted by their rank
+    within their class, so the first n indices hold ⌊n/C⌋ or ⌈n/C⌉ examples of each of C equally
+    frequent classes (the class frequencies of ``labels`` in general).
+
+    Args:
+      labels: (n,) int class labels.
+      seed: NumPy seed of the shuffle.
+
+    Returns:
+      (n,) int permutation of ``arange(n)``.
+    """
+    perm = np.random.default_rng(seed).permutation(len(labels))
+    shuffled = labels[perm]
+    rank = np.empty(len(labels), np.int64)
+    for c in np.unique(shuffled):
+        at = np.flatnonzero(shuffled == c)
+        rank[at] = np.arange(len(at)) * (len(labels) / len(at))
+    return perm[np.argsort(rank, kind="stable")]
+
+
+def take_train(data: Dataset, n_train: int | None, seed: int) -> Dataset:
+    """``data`` with a seeded subset of ``n_train`` training examples, kept in their order.
+
+    Classification subsets are class-balanced (:func:`stratified_order`), regression subsets
+    uniformly random.
+
+    Args:
+      data: the full dataset.
+      n_train: examples to keep (None: all).
+      seed: NumPy seed of the subset (:func:`stratified_order`).
+
+    Returns:
+      the dataset with ``x_train``, ``y_train`` reduced; test split untouched.
+    """
+    if n_train is None:
+        return data
+    n = len(data.x_train)
+    if not 1 <= n_train <= n:
+        raise ValueError(f"n_train must be in [1, {n}] for {data.name!r}, got {n_train}")
+    if data.task == "classification":
+        order = stratified_order(data.y_train, seed)
+    else:
+        order = np.random.default_rng(seed).permutation(n)
+    keep = np.sort(order[:n_train])
+    return data._replace(x_train=data.x_train[keep], y_train=data.y_train[keep])
+
 
 class Dataset(NamedTuple):
     """A supervised dataset held in memory as NumPy arrays.
