@@ -3,15 +3,26 @@
 Orbax writes each step into a temporary folder and renames it when complete, so an interrupted
 save never replaces a good checkpoint. The state (any pytree, typed PRNG keys included) is stored
 as a flat dict of arrays and restored onto the structure of a template state.
+
+Orbax (0.12, OCDBT format) does not checksum array data: a flipped byte in a data file restores
+silently as different weights. Every save therefore records a SHA-256 of the arrays' bytes in
+``<directory>/sha256.json`` (written before orbax commits the step), and every restore recomputes
+it and refuses a mismatch.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+
+HASHES = "sha256.json"
 
 
 class CheckpointError(RuntimeError):
@@ -51,6 +62,41 @@ def _decode(flat: dict, like: Any) -> Any:
     return jax.tree.unflatten(treedef, out)
 
 
+def content_hash(flat: dict[str, np.ndarray]) -> str:
+    """SHA-256 of a flat dict of arrays: every key, dtype, shape and byte, in key order.
+
+    Args:
+      flat: name → array (any shapes and dtypes).
+
+    Returns:
+      the hex digest (64 characters).
+    """
+    h = hashlib.sha256()
+    for k in sorted(flat):
+        a = np.ascontiguousarray(flat[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _read_hashes(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise CheckpointError(f"{path} is not valid JSON ({e}); delete the checkpoints") from e
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 class Checkpointer:
     """Keeps the latest ``max_to_keep`` checkpoints of a training state under ``directory``.
 
@@ -76,7 +122,13 @@ class Checkpointer:
 
     def save(self, step: int, state: Any) -> Path:
         """Save ``state`` as step ``step`` and wait until it is on disk; returns its folder."""
-        self._manager.save(step, args=self._ocp.args.StandardSave(_encode(state)), force=True)
+        flat = _encode(state)
+        hashes = _read_hashes(self.directory / HASHES)
+        kept = {str(s) for s in self._manager.all_steps()}
+        hashes = {k: v for k, v in hashes.items() if k in kept}
+        hashes[str(step)] = content_hash(flat)
+        _write_text_atomic(self.directory / HASHES, json.dumps(hashes, indent=1) + "\n")
+        self._manager.save(step, args=self._ocp.args.StandardSave(flat), force=True)
         self._manager.wait_until_finished()
         return self.directory / str(step)
 
@@ -87,7 +139,8 @@ class Checkpointer:
           (step, state).
 
         Raises:
-          CheckpointError: no checkpoint, an unreadable one, or one that does not fit ``like``.
+          CheckpointError: no checkpoint, an unreadable one, one whose content hash differs from
+            the one recorded at save (damaged data), or one that does not fit ``like``.
         """
         step = self.latest_step() if step is None else step
         if step is None:
@@ -100,7 +153,20 @@ class Checkpointer:
                 f"checkpoint {self.directory / str(step)} is unreadable ({type(e).__name__}: "
                 f"{str(e)[:200]}); delete that folder to resume from an earlier checkpoint"
             ) from e
-        return step, _decode({k: np.asarray(v) for k, v in flat.items()}, like)
+        flat = {k: np.asarray(v) for k, v in flat.items()}
+        expected = _read_hashes(self.directory / HASHES).get(str(step))
+        where = self.directory / str(step)
+        if expected is None:
+            raise CheckpointError(
+                f"checkpoint {where} has no content hash in {self.directory / HASHES} (written "
+                "by an older version or damaged); delete that folder to start over"
+            )
+        if content_hash(flat) != expected:
+            raise CheckpointError(
+                f"checkpoint {where} is damaged: its content hash differs from the one recorded "
+                "at save; delete that folder to resume from an earlier checkpoint"
+            )
+        return step, _decode(flat, like)
 
     def close(self) -> None:
         """Finish pending writes and release the manager."""

@@ -160,3 +160,51 @@ def test_resume_without_checkpointing_trains_from_scratch(tmp_path):
     _, hist = train(model, data, cfg, key=jax.random.key(0), run_dir=tmp_path, resume=True,
                     progress=False)  # fmt: skip
     assert hist.resumed_from is None and hist.steps == len(data.x_train) // 256
+
+
+def _flip_one_byte_of_largest_file(step_dir):
+    files = [os.path.join(r, f) for r, _, fs in os.walk(step_dir) for f in fs]
+    path = max(files, key=os.path.getsize)
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def test_byte_flipped_checkpoint_is_refused_not_restored(tmp_path):
+    """Orbax alone restores a flipped data byte as different weights; the content hash refuses it."""
+    from nets.checkpoint import Checkpointer
+
+    state = {"w": np.random.default_rng(0).normal(size=(200, 300)), "k": jax.random.key(3)}
+    ckpt = Checkpointer(tmp_path)
+    ckpt.save(5, state)
+    step, back = ckpt.restore(state)
+    assert step == 5
+    np.testing.assert_array_equal(back["w"], state["w"])
+    _flip_one_byte_of_largest_file(tmp_path / "5")
+    with pytest.raises(CheckpointError, match="damaged|unreadable"):
+        Checkpointer(tmp_path).restore(state)
+
+
+def test_checkpoint_without_recorded_hash_is_refused(tmp_path):
+    from nets.checkpoint import HASHES, Checkpointer
+
+    state = {"w": np.arange(6.0)}
+    Checkpointer(tmp_path).save(1, state)
+    (tmp_path / HASHES).write_text("{}")
+    with pytest.raises(CheckpointError, match="no content hash"):
+        Checkpointer(tmp_path).restore(state)
+
+
+def test_content_hash_sees_every_bit_dtype_and_shape():
+    from nets.checkpoint import content_hash
+
+    a = np.arange(12.0).reshape(3, 4)
+    flipped = a.copy()
+    flipped.reshape(-1).view(np.uint8)[17] ^= 0x01
+    base = content_hash({"a": a})
+    assert base == content_hash({"a": a.copy(order="F")})  # same values, another memory layout
+    assert content_hash({"a": flipped}) != base
+    assert content_hash({"a": a.astype(np.float32)}) != base
+    assert content_hash({"a": a.reshape(4, 3)}) != base
+    assert content_hash({"b": a}) != base
