@@ -20,7 +20,7 @@ from metrics.decomposition import (
     feature_decomposition_streaming,
     nystrom,
 )
-from metrics.dlr import dlr, dlr_from_moments, dlr_streaming
+from metrics.dlr import DLR, dlr, dlr_from_moments, dlr_streaming, dlr_with_rank
 from metrics.kernels import (
     empirical_ntk,
     feature_kernel_distance,
@@ -32,6 +32,7 @@ from metrics.moments import Moments, accumulate_moments, merge_moments, moments
 from metrics.plots import plot_feature_decomposition, plot_metric_history
 
 __all__ = [
+    "DLR",
     "KUNIN_LAPLACIAN",
     "ZERO_SUM_LAPLACIAN",
     "FeatureDecomposition",
@@ -43,6 +44,7 @@ __all__ = [
     "dlr",
     "dlr_from_moments",
     "dlr_streaming",
+    "dlr_with_rank",
     "effective_dimension",
     "empirical_ntk",
     "feature_decomposition",

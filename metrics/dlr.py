@@ -14,6 +14,7 @@ no n×n matrix is formed.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,18 @@ import numpy as np
 
 from metrics._validate import as_matrix, common_dtype, default_rtol, is_concrete, same_n
 from metrics.moments import Moments, _centre, _rayleigh_ritz, accumulate_moments
+
+
+class DLR(NamedTuple):
+    """D_LR with the numerical rank of the centred outputs it used.
+
+    Attributes:
+      value: () D_LR ∈ [0, 1]; NaN under ``jit`` when undefined (constant outputs or features).
+      rank: () int, r = dim col(F_c), the numerical rank of the centred outputs.
+    """
+
+    value: jax.Array
+    rank: jax.Array
 
 
 @jax.jit
@@ -73,6 +86,31 @@ def _check_result(value, r, gram_norm, features_name: str, outputs_name: str) ->
     return value
 
 
+def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
+    """:func:`dlr` and the numerical rank r it used, safe inside ``jax.jit``.
+
+    Same formula and arguments as :func:`dlr`. On concrete arrays the value checks of :func:`dlr`
+    run; on traced arrays nothing is checked and an undefined D_LR (outputs of zero centred rank,
+    constant features) is NaN, so a jitted training step never raises.
+
+    Returns:
+      :class:`DLR` (value, rank).
+    """
+    phi = as_matrix(features, "features", what="(n, p)")
+    f = as_matrix(outputs, "outputs", what="(n, C)")
+    same_n(phi, f, "features", "outputs")
+    n, c = f.shape
+    if n < 2:
+        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
+    if c > n:
+        raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
+    dtype = common_dtype(phi, f)
+    tol = default_rtol(dtype, c) if rtol is None else rtol
+    value, r, gram_norm = _dlr_arrays(phi.astype(dtype), f.astype(dtype), jnp.asarray(tol, dtype))
+    value = _check_result(value, r, gram_norm, "features", "outputs")
+    return DLR(jnp.where(r > 0, value, jnp.nan), r)
+
+
 def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
     r"""D_LR = 1 − CKA(feature kernel, projection onto the learned-function space).
 
@@ -100,18 +138,7 @@ def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
       ValueError: wrong shapes, mismatched n, n < 2, C > n, NaN/inf, outputs of zero centred rank
         or constant features (value checks only outside ``jit``; under ``jit`` those give NaN).
     """
-    phi = as_matrix(features, "features", what="(n, p)")
-    f = as_matrix(outputs, "outputs", what="(n, C)")
-    same_n(phi, f, "features", "outputs")
-    n, c = f.shape
-    if n < 2:
-        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
-    if c > n:
-        raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
-    dtype = common_dtype(phi, f)
-    tol = default_rtol(dtype, c) if rtol is None else rtol
-    value, r, gram_norm = _dlr_arrays(phi.astype(dtype), f.astype(dtype), jnp.asarray(tol, dtype))
-    return _check_result(value, r, gram_norm, "features", "outputs")
+    return dlr_with_rank(features, outputs, rtol=rtol).value
 
 
 def dlr_from_moments(stats: Moments, *, n_outputs: int | None = None, rtol: float | None = None):

@@ -166,3 +166,18 @@ def test_bad_values():
         dlr(np.ones((20, 4)), f)
     with pytest.raises(ValueError, match="empty"):
         dlr_streaming([])
+
+
+def test_jit_entry_points_and_nan_for_constant_outputs_under_jit():
+    from metrics import dlr_with_rank
+
+    phi, f = _problem(9, 80, 6, 3)
+    ref = naive_dlr(phi, f)
+    assert float(jax.jit(dlr)(phi, f)) == pytest.approx(ref, abs=1e-12)
+    got = jax.jit(dlr_with_rank)(phi, f)
+    assert float(got.value) == pytest.approx(ref, abs=1e-12) and int(got.rank) == 3
+    const = np.full((80, 3), 2.0)
+    assert np.isnan(float(jax.jit(dlr)(phi, const)))
+    assert int(jax.jit(dlr_with_rank)(phi, const).rank) == 0
+    with pytest.raises(ValueError, match="zero numerical rank"):
+        dlr_with_rank(phi, const)
