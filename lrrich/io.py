@@ -13,23 +13,30 @@ from typing import Any
 import numpy as np
 
 
-def _jsonable(obj: Any) -> Any:
+def to_jsonable(obj: Any) -> Any:
+    """``obj`` with dataclasses, tuples, paths, arrays and NumPy scalars made JSON-native.
+
+    NaN becomes ``null`` and ±inf ±1e308 (strict JSON has neither).
+    """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj))
+        return to_jsonable(dataclasses.asdict(obj))
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "__array__") and not isinstance(obj, str):
         arr = np.asarray(obj)
-        return _jsonable(arr.item() if arr.ndim == 0 else arr.tolist())
+        return to_jsonable(arr.item() if arr.ndim == 0 else arr.tolist())
     if isinstance(obj, float) and not math.isfinite(obj):
         return None if math.isnan(obj) else (1e308 if obj > 0 else -1e308)
     if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
+        return to_jsonable(obj.item())
     return obj
+
+
+_jsonable = to_jsonable  # the name nets.train imports
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -55,14 +62,25 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def write_json(path: str | Path, obj: Any) -> Path:
     """Atomically write ``obj`` (dataclasses, arrays and NumPy scalars allowed) as indented JSON."""
-    text = json.dumps(_jsonable(obj), indent=2, sort_keys=False)
+    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=False)
     return atomic_write_bytes(path, (text + "\n").encode())
 
 
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file written by :func:`write_json`."""
+    """Read a JSON file written by :func:`write_json`.
+
+    Raises:
+      FileNotFoundError: ``path`` does not exist.
+      ValueError: ``path`` is not valid JSON (the message names the file and the position).
+    """
     with open(path) as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(
+                f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
+                "it was damaged or edited — restore or delete it"
+            ) from None
 
 
 def save_figure(fig, path: str | Path, dpi: int = 110) -> Path:

@@ -1,16 +1,17 @@
-"""Run a registered experiment into a run directory: config, results, figures, report."""
+"""Run a registered experiment into a run folder: config and provenance, results, figures, report."""
 
 from __future__ import annotations
 
-import dataclasses
-import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import jax
 
-from lrrich import io
+from lrrich import io, runfolder
 from lrrich.registry import Experiment, get
+
+FINISHED, DIVERGED = "finished", "diverged"
 
 
 def default_run_dir(name: str, root: str | Path = "runs") -> Path:
@@ -18,9 +19,18 @@ def default_run_dir(name: str, root: str | Path = "runs") -> Path:
     return Path(root) / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _is_divergence(err: BaseException) -> bool:
+    """Whether ``err`` is ``nets.TrainingDiverged`` (imported lazily: sims-only runs skip Flax)."""
+    try:
+        from nets import TrainingDiverged
+    except ImportError:  # nets itself is broken: the original error is the one to show
+        return False
+    return isinstance(err, TrainingDiverged)
+
+
 def run_experiment(
     experiment: str | Experiment,
-    config=None,
+    config: Any = None,
     run_dir: str | Path | None = None,
     *,
     scale: str = "small",
@@ -28,51 +38,52 @@ def run_experiment(
 ) -> dict:
     """Run ``experiment`` with ``config`` (default: its ``scale`` config) into ``run_dir``.
 
-    Writes ``config.json`` first, then ``results.json`` (atomically, with ``timing``), figures and
-    ``report.md``. With ``resume=True`` an existing run directory is reused (the experiment picks
-    up its checkpoints); it must belong to the same experiment.
+    Writes ``config.json`` first (config, git commit and dirty flag, command line, package
+    versions; see :mod:`lrrich.runfolder`), then ``results.json`` (atomically, with ``status``,
+    ``timing`` and ``environment``), figures and ``report.md``. A training run that diverges
+    (``nets.TrainingDiverged``) ends with ``status: "diverged"`` and the message instead of an
+    exception; any other exception propagates and leaves no ``results.json``.
 
     Float64 is enabled for the duration of the run (sims are float64 by design); models in ``nets``
     choose their own dtypes explicitly.
 
+    Args:
+      experiment: a registered experiment or its name.
+      config: its config dataclass instance (default: ``experiment.config(scale)``).
+      run_dir: the run folder (default ``runs/<name>-<timestamp>``).
+      scale: the preset name recorded with the run.
+      resume: continue the run folder (its checkpoints); it must hold the same experiment,
+        scale and config.
+
     Returns:
       the results dict, as written to ``results.json``.
+
+    Raises:
+      FileExistsError, ValueError: ``run_dir`` may not hold this run (see
+        :func:`lrrich.runfolder.prepare`).
     """
     exp = get(experiment) if isinstance(experiment, str) else experiment
     config = config if config is not None else exp.config(scale)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(exp.name)
-    cfg_path = run_dir / "config.json"
-    if cfg_path.exists():
-        prev = io.read_json(cfg_path)
-        if prev.get("experiment") != exp.name:
-            raise ValueError(
-                f"{run_dir} holds a run of {prev.get('experiment')!r}, not {exp.name!r}; "
-                "choose another --out"
-            )
-        if not resume and (run_dir / "results.json").exists():
-            raise FileExistsError(
-                f"{run_dir} already holds finished results; pass --resume to reuse it or another --out"
-            )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    io.write_json(
-        cfg_path, {"experiment": exp.name, "scale": scale, "config": dataclasses.asdict(config)}
-    )
+    if runfolder.prepare(run_dir, exp, config, scale=scale, resume=resume):
+        record = io.read_json(run_dir / runfolder.CONFIG)
+        record.setdefault("resumed", []).append(runfolder.provenance())
+        io.write_json(run_dir / runfolder.CONFIG, record)
+    else:
+        runfolder.write_run_record(run_dir, exp, config, scale)
     t0 = time.perf_counter()
-    with jax.enable_x64(True):
-        results = exp.run(config, run_dir)
-    wall = time.perf_counter() - t0
-    results = dict(results)
-    results.setdefault("timing", {})["wall_s"] = wall
-    results["environment"] = {
-        "jax": jax.__version__,
-        "backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-    }
-    io.write_json(run_dir / "results.json", results)
-    results = io.read_json(run_dir / "results.json")
-    if exp.plot is not None:
+    try:
+        with jax.enable_x64(True):
+            results = {**exp.run(config, run_dir), "status": FINISHED}
+    except Exception as err:
+        if not _is_divergence(err):
+            raise
+        results = {"status": DIVERGED, "message": str(err), "summary": {}}
+    results.setdefault("timing", {})["wall_s"] = time.perf_counter() - t0
+    results["environment"] = runfolder.environment()
+    io.write_json(run_dir / runfolder.RESULTS, results)
+    results = io.read_json(run_dir / runfolder.RESULTS)
+    if exp.plot is not None and results["status"] == FINISHED:
         exp.plot(results, run_dir)
     from lrrich.report import write_report
 
