@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 
-def _parse_sets(items: list[str]) -> dict[str, str]:
+def _parse_sets(items: list[str], flag: str = "--set") -> dict[str, str]:
     out = {}
     for item in items:
         if "=" not in item:
-            raise ValueError(f"--set expects key=value, got {item!r}")
+            raise ValueError(f"{flag} expects key=value, got {item!r}")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
+
+
+def _info(args, text: str) -> None:
+    if not args.quiet:
+        print(text, file=sys.stderr)
 
 
 def _print_summary(results: dict) -> None:
@@ -37,8 +43,12 @@ def _cmd_run(args) -> int:
     exp = get(args.name)
     config = exp.config(args.scale, _parse_sets(args.set))
     run_dir = Path(args.out) if args.out else default_run_dir(exp.name)
-    print(f"running {exp.name} ({args.scale}) -> {run_dir}", file=sys.stderr)
+    _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")
     results = run_experiment(exp, config, run_dir, scale=args.scale, resume=args.resume)
+    if results["status"] != "finished":
+        print(f"lrrich: {exp.name} {results['status']}: {results.get('message')}", file=sys.stderr)
+        print(f"report: {run_dir / 'report.md'}")
+        return 1
     _print_summary(results)
     print(f"report: {run_dir / 'report.md'}")
     return 0
@@ -49,11 +59,27 @@ def _cmd_demo(args) -> int:
     return _cmd_run(args)
 
 
+def _slurm_options(args):
+    from lrrich.executors import SlurmOptions
+
+    return SlurmOptions(
+        partition=args.slurm_partition,
+        time_min=args.slurm_time,
+        gpus_per_node=args.slurm_gpus,
+        cpus_per_task=args.slurm_cpus,
+        mem_gb=args.slurm_mem_gb,
+        array_parallelism=args.slurm_parallelism,
+        cluster=args.slurm_cluster,
+        wait=not args.no_wait,
+        extra=_parse_sets(args.slurm_arg, flag="--slurm-arg"),
+    )
+
+
 def _cmd_sweep(args) -> int:
-    from lrrich.sweep import parse_grid, run_sweep
+    from lrrich.sweep import parse_grid, parse_shard, run_sweep
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{args.name}"
-    run_sweep(
+    result = run_sweep(
         args.name,
         parse_grid(args.grid),
         out,
@@ -62,23 +88,35 @@ def _cmd_sweep(args) -> int:
         jobs=args.jobs,
         max_runs=args.max_runs,
         yes=args.yes,
+        progress=not args.quiet,
+        executor=args.executor,
+        slurm=_slurm_options(args) if args.executor == "slurm" else None,
+        shard=parse_shard(args.shard) if args.shard else None,
+        vmap=args.vmap,
+        fixed=_parse_sets(args.set),
     )
+    if not args.quiet:
+        print((out / "sweep.md").read_text())
+    for f in result["failures"]:
+        first = (f["message"] or "").strip().splitlines()
+        print(f"lrrich: {f['dir']}: {f['status']}: {first[0] if first else ''}", file=sys.stderr)
     print(out / "sweep.md")
-    return 0
+    return 1 if any(f["status"] == "failed" for f in result["failures"]) else 0
 
 
 def _cmd_report(args) -> int:
     from lrrich.report import write_report
-    from lrrich.sweep import aggregate
+    from lrrich.runfolder import is_run_folder
+    from lrrich.sweep import SWEEP_CONFIG, aggregate
 
     run_dir = Path(args.run_dir)
-    if (run_dir / "sweep_config.json").exists():
+    if (run_dir / SWEEP_CONFIG).exists():
         aggregate(run_dir)
         print(run_dir / "sweep.md")
         return 0
-    if not (run_dir / "config.json").exists():
-        raise ValueError(f"{run_dir} is neither a run directory nor a sweep directory")
-    print(write_report(run_dir))
+    if not is_run_folder(run_dir):
+        raise ValueError(f"{run_dir} is neither a run folder nor a sweep folder")
+    print(write_report(run_dir, replot=args.replot))
     return 0
 
 
@@ -108,55 +146,163 @@ def build_parser() -> argparse.ArgumentParser:
         description="Lazy vs rich training: exact solutions, the D_LR measure, paper reproductions.",
     )
     sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--quiet", action="store_true", help="no progress bars or progress lines; errors only"
+    )
+    common.add_argument("--debug", action="store_true", help="show the traceback of every error")
 
-    s = sub.add_parser("list", help="list registered experiments")
+    s = sub.add_parser("list", parents=[common], help="list registered experiments")
     s.set_defaults(func=_cmd_list)
 
-    s = sub.add_parser("run", help="run a registered experiment")
+    s = sub.add_parser("run", parents=[common], help="run a registered experiment")
     s.add_argument("name", help="experiment name (see `lrrich list`)")
     s.add_argument("--scale", default="small", help="config preset: small (CPU) or paper")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
-    s.add_argument("--out", default=None, help="run directory (default runs/NAME-TIMESTAMP)")
-    s.add_argument("--resume", action="store_true", help="continue the run in --out")
+    s.add_argument("--out", default=None, help="run folder (default runs/NAME-TIMESTAMP)")
+    s.add_argument(
+        "--resume", action="store_true", help="continue the run folder --out (same config only)"
+    )
     s.set_defaults(func=_cmd_run)
 
-    s = sub.add_parser("demo", help="the main job: exact modes vs gradient flow, rich vs lazy MLP")
+    s = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="the main job: exact modes vs gradient flow, rich vs lazy MLP",
+    )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
     s.add_argument("--out", default=None, help="run directory (default runs/demo-TIMESTAMP)")
     s.set_defaults(func=_cmd_demo)
 
-    s = sub.add_parser("sweep", help="run an experiment over a grid of overrides and seeds")
+    s = sub.add_parser(
+        "sweep", parents=[common], help="run an experiment over a grid of overrides and seeds"
+    )
     s.add_argument("name")
     s.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2", help="grid axis")
-    s.add_argument("--seeds", type=int, default=1)
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fixed override")
+    s.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per grid point")
     s.add_argument("--scale", default="small")
-    s.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    s.add_argument("--jobs", type=int, default=1, help="parallel processes (--executor local)")
     s.add_argument("--max-runs", type=int, default=64, help="refuse larger sweeps without --yes")
     s.add_argument("--yes", action="store_true")
-    s.add_argument("--out", default=None, help="sweep directory (default runs/sweep-NAME)")
+    s.add_argument("--out", default=None, help="sweep folder (default runs/sweep-NAME)")
+    s.add_argument(
+        "--executor",
+        choices=["local", "slurm"],
+        default="local",
+        help="local: this machine; slurm: one SLURM job array through submitit",
+    )
+    s.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run points I, I+N, ... only ('slurm': "
+        "from SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT)",
+    )
+    s.add_argument(
+        "--vmap", action="store_true", help="run the points as one vmapped program when possible"
+    )
+    g = s.add_argument_group("slurm (with --executor slurm)")
+    g.add_argument("--slurm-partition", default=None)
+    g.add_argument("--slurm-time", type=int, default=60, help="minutes per point")
+    g.add_argument("--slurm-gpus", type=int, default=0, help="GPUs per point")
+    g.add_argument("--slurm-cpus", type=int, default=2, help="CPU cores per point")
+    g.add_argument("--slurm-mem-gb", type=float, default=None, help="memory per point")
+    g.add_argument(
+        "--slurm-parallelism", type=int, default=16, help="most array tasks running at once"
+    )
+    g.add_argument(
+        "--slurm-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other submitit slurm_* parameter (account=..., qos=..., constraint=...)",
+    )
+    g.add_argument(
+        "--slurm-cluster",
+        choices=["slurm", "local", "debug"],
+        default=None,
+        help="submitit cluster (default: slurm when sbatch exists; local: local processes)",
+    )
+    g.add_argument(
+        "--no-wait", action="store_true", help="return after submitting; re-run to aggregate"
+    )
     s.set_defaults(func=_cmd_sweep)
 
-    s = sub.add_parser("verify", help="check every closed form in sims against gradient flow")
+    s = sub.add_parser(
+        "verify", parents=[common], help="check every closed form in sims against gradient flow"
+    )
     s.add_argument("--cases", type=int, default=8, help="random cases per model")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--models", default=None, help="comma-separated subset")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=_cmd_verify)
 
-    s = sub.add_parser("report", help="(re)render report.md/.html for a run directory")
+    s = sub.add_parser(
+        "report", parents=[common], help="(re)render report.md/.html of a run or sweep folder"
+    )
     s.add_argument("run_dir")
+    s.add_argument(
+        "--replot", action="store_true", help="redraw the figures from results.json first"
+    )
     s.set_defaults(func=_cmd_report)
     return p
 
 
+# Optional dependencies whose absence is a setup problem, not a bug (the message says what to install).
+_OPTIONAL_MODULES = ("tensorflow_datasets", "tensorflow", "submitit", "torch", "mlxtend")
+
+
+def _expected(err: BaseException) -> bool:
+    """Whether ``err`` is a user-facing failure (bad input, files, setup) rather than a bug."""
+    from lrrich.registry import UnknownExperimentError
+
+    if isinstance(err, UnknownExperimentError | ValueError | OSError):
+        return True
+    if isinstance(err, ImportError):
+        root = (getattr(err, "name", None) or "").split(".")[0]
+        return root in _OPTIONAL_MODULES or "pip install" in str(err)
+    try:
+        from nets import TrainingDiverged
+        from nets.checkpoint import CheckpointError
+    except ImportError:
+        return False
+    return isinstance(err, TrainingDiverged | CheckpointError)
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def _quiet_progress_bars(quiet: bool) -> None:
+    """No tqdm bars when asked, or when output is redirected (carriage returns fill log files).
+
+    tqdm reads ``TQDM_*`` variables when it is imported, so this runs before any command does;
+    worker processes inherit it.
+    """
+    if quiet or not (sys.stdout.isatty() and sys.stderr.isatty()):
+        os.environ["TQDM_DISABLE"] = "1"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``lrrich`` console script."""
+    """Entry point of the ``lrrich`` console script.
+
+    Expected failures (bad arguments or config values, unknown experiments, unreadable or
+    unwritable files, a full disk, corrupt JSON, damaged checkpoints, a missing optional extra)
+    print one line ``lrrich: error: ...`` and return 2; anything else is a bug and keeps its
+    traceback (``--debug`` shows the traceback always).
+    """
     args = build_parser().parse_args(argv)
+    _quiet_progress_bars(args.quiet)
     try:
         return int(args.func(args) or 0)
-    except (KeyError, ValueError, FileExistsError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"lrrich: error: {msg}", file=sys.stderr)
+    except Exception as e:
+        if args.debug or not _expected(e):
+            raise
+        print(f"lrrich: error: {_one_line(e)}", file=sys.stderr)
         return 2
 
 

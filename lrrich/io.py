@@ -1,69 +1,14 @@
-"""Run directories and atomic writes: nothing half-written survives an interruption."""
+"""Results on disk: atomic writes, JSON and figures (the writes themselves live in :mod:`nets.io`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from nets.io import atomic_write_bytes, jsonable, write_json
 
-
-def to_jsonable(obj: Any) -> Any:
-    """``obj`` with dataclasses, tuples, paths, arrays and NumPy scalars made JSON-native.
-
-    NaN becomes ``null`` and ±inf ±1e308 (strict JSON has neither).
-    """
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return to_jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "__array__") and not isinstance(obj, str):
-        arr = np.asarray(obj)
-        return to_jsonable(arr.item() if arr.ndim == 0 else arr.tolist())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else (1e308 if obj > 0 else -1e308)
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    return obj
-
-
-_jsonable = to_jsonable  # the name nets.train imports
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def write_json(path: str | Path, obj: Any) -> Path:
-    """Atomically write ``obj`` (dataclasses, arrays and NumPy scalars allowed) as indented JSON."""
-    text = json.dumps(to_jsonable(obj), indent=2, sort_keys=False)
-    return atomic_write_bytes(path, (text + "\n").encode())
+__all__ = ["atomic_write_bytes", "jsonable", "read_json", "save_figure", "write_json"]
 
 
 def read_json(path: str | Path) -> Any:

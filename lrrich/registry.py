@@ -56,6 +56,13 @@ class Experiment:
         return apply_overrides(self.scales[scale], overrides or {})
 
 
+class UnknownExperimentError(KeyError):
+    """No experiment of that name is registered (the message lists the valid names)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 _REGISTRY: dict[str, Experiment] = {}
 _DISCOVERED = False
 
@@ -112,7 +119,9 @@ def get(name: str) -> Experiment:
     """The experiment called ``name``; a one-line error listing valid names otherwise."""
     reg = discover()
     if name not in reg:
-        raise KeyError(f"unknown experiment {name!r}; valid: {', '.join(sorted(reg))}")
+        raise UnknownExperimentError(
+            f"unknown experiment {name!r}; valid: {', '.join(sorted(reg))}"
+        )
     return reg[name]
 
 

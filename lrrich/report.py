@@ -19,11 +19,57 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _cell(v) -> str:
+    return _fmt(v).replace("|", "/").replace("\n", " ")
+
+
 def _paper_table(paper: dict, summary: dict) -> list[str]:
     rows = ["| quantity | paper | measured |", "| --- | --- | --- |"]
     for key, pv in paper.items():
         rows.append(f"| {key} | {_fmt(pv)} | {_fmt(summary.get(key, '—'))} |")
     return rows
+
+
+COMPARISON_KEYS = ("quantity", "paper", "measured", "dataset", "scale", "verdict", "note")
+
+
+def _comparison_table(rows: list[dict]) -> list[str]:
+    """``results["comparison"]`` rows as a markdown table, one paper quantity per row."""
+    out = ["| " + " | ".join(COMPARISON_KEYS) + " |", "|" + " --- |" * len(COMPARISON_KEYS)]
+    for r in rows:
+        out.append("| " + " | ".join(_cell(r.get(k, "—")) for k in COMPARISON_KEYS) + " |")
+    return out
+
+
+def _dataset_warning(exp, cfg: dict) -> list[str]:
+    """A note when the run's ``dataset`` differs from the one of the experiment's paper scale."""
+    paper_cfg = exp.scales.get("paper") if exp is not None else None
+    ran = cfg.get("config", {}).get("dataset")
+    wanted = getattr(paper_cfg, "dataset", None)
+    if ran is None or wanted is None or ran == wanted:
+        return []
+    return [
+        f"**Dataset differs from the paper's:** this run used `{ran}`, the paper `{wanted}` "
+        "(`--scale paper`); compare directions, not values.",
+        "",
+    ]
+
+
+def _provenance(cfg: dict) -> list[str]:
+    prov = cfg.get("provenance")
+    if not prov:
+        return []
+    dirty = {True: " (uncommitted changes)", False: "", None: ""}[prov.get("git_dirty")]
+    packages = ", ".join(f"{k} {v}" for k, v in prov.get("packages", {}).items() if v)
+    return [
+        "## Provenance",
+        "",
+        f"- command: `{prov.get('command', '')}`",
+        f"- git commit: `{prov.get('git_commit')}`{dirty}",
+        f"- packages: {packages}",
+        f"- host: {prov.get('host', '')}, started {prov.get('started', '')}",
+        "",
+    ]
 
 
 def render_markdown(run_dir: str | Path) -> str:
@@ -36,8 +82,14 @@ def render_markdown(run_dir: str | Path) -> str:
     if exp is not None:
         lines += [exp.description, ""]
     summary = res.get("summary", {})
-    if exp is not None and exp.paper:
-        lines += ["## Paper vs measured", "", *_paper_table(exp.paper, summary), ""]
+    status = res.get("status", "finished" if res else "unfinished")
+    if status != "finished":
+        lines += [f"**Status: {status}.** {res.get('message') or ''}".strip(), ""]
+    warning = _dataset_warning(exp, cfg)
+    if res.get("comparison"):
+        lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
+    elif exp is not None and exp.paper:
+        lines += ["## Paper vs measured", "", *warning, *_paper_table(exp.paper, summary), ""]
     if summary:
         lines += ["## Summary", "", "| quantity | value |", "| --- | --- |"]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in summary.items()]
@@ -62,6 +114,7 @@ def render_markdown(run_dir: str | Path) -> str:
         lines += ["## Timing", "", "| phase | seconds |", "| --- | --- |"]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in timing.items()]
         lines.append("")
+    lines += _provenance(cfg)
     env = res.get("environment")
     if env:
         lines += ["## Environment", "", "```", json.dumps(env, indent=1), "```", ""]
@@ -104,9 +157,47 @@ def _markdown_to_html(md: str) -> str:
     return "<!doctype html><meta charset=utf-8><body>\n" + "\n".join(out) + "\n</body>\n"
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write ``report.md`` and ``report.html`` into ``run_dir``; return the markdown path."""
+def redraw_figures(run_dir: str | Path) -> list[Path]:
+    """Redraw the figures of a finished run from its ``results.json`` alone (no recomputation).
+
+    Args:
+      run_dir: a run folder with ``config.json`` and ``results.json``.
+
+    Returns:
+      the figure paths the experiment's ``plot`` wrote (empty when it has none or the run did
+      not finish).
+
+    Raises:
+      FileNotFoundError: ``run_dir`` has no ``results.json`` (the run never finished).
+      ValueError: the folder's experiment is not registered.
+    """
     run_dir = Path(run_dir)
+    cfg = io.read_json(run_dir / "config.json")
+    results_path = run_dir / "results.json"
+    if not results_path.exists():
+        raise FileNotFoundError(f"{results_path} does not exist: the run never finished")
+    exp = discover().get(cfg.get("experiment", ""))
+    if exp is None:
+        raise ValueError(
+            f"{run_dir} holds a run of {cfg.get('experiment')!r}, which is not registered; "
+            "register its module first"
+        )
+    results = io.read_json(results_path)
+    if exp.plot is None or results.get("status", "finished") != "finished":
+        return []
+    return list(exp.plot(results, run_dir) or [])
+
+
+def write_report(run_dir: str | Path, *, replot: bool = False) -> Path:
+    """Write ``report.md`` and ``report.html`` into ``run_dir``; return the markdown path.
+
+    Args:
+      run_dir: a run folder.
+      replot: first redraw the figures from ``results.json`` (:func:`redraw_figures`).
+    """
+    run_dir = Path(run_dir)
+    if replot:
+        redraw_figures(run_dir)
     md = render_markdown(run_dir)
     io.atomic_write_bytes(run_dir / "report.html", _markdown_to_html(md).encode())
     return io.atomic_write_bytes(run_dir / "report.md", md.encode())

@@ -83,7 +83,7 @@ def provenance() -> dict[str, Any]:
 
 def config_dict(config: Any) -> dict[str, Any]:
     """A config dataclass as the JSON-normal dict stored in ``config.json`` (tuples → lists)."""
-    return json.loads(json.dumps(io.to_jsonable(dataclasses.asdict(config))))
+    return json.loads(json.dumps(io.jsonable(dataclasses.asdict(config))))
 
 
 def write_run_record(

@@ -1,22 +1,43 @@
-"""Sweeps: a grid of ``key=value`` overrides × seeds, run sequentially or in parallel processes.
+"""Sweeps: a grid of ``key=value`` overrides × seeds, run here, in processes, or as a SLURM array.
 
-Each grid point gets its own run directory ``<sweep_dir>/<k1=v1,k2=v2,seed=s>``; finished runs
-(``results.json`` present) are skipped, so an interrupted sweep resumes. :func:`aggregate` reduces the
-numeric ``summary`` entries to mean ± std over seeds in ``sweep.json`` / ``sweep.md`` and a figure.
+Each point gets its own run folder ``<sweep_dir>/<k1=v1,k2=v2,seed=s>``. A point ends
+``finished`` or ``diverged`` (``results.json``) or ``failed`` (``status.json`` with the error);
+one failing point never stops the others. Re-running the same command runs only the points that
+have not finished (failed ones are retried), so an interrupted sweep resumes. The sweep folder
+records its grid in ``sweep_config.json`` and refuses another grid.
+
+:func:`aggregate` reduces the numeric ``summary`` entries of the finished points of *this*
+sweep to mean, sample standard deviation (ddof = 1) and n per grid point, lists the points that
+did not finish, and writes ``sweep.json``, ``sweep.md`` and ``sweep.png``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import itertools
+import math
 import multiprocessing
+import os
+import sys
+import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from lrrich import io
-from lrrich.registry import get
+from lrrich import io, runfolder
+from lrrich.registry import get, register
+
+SWEEP_CONFIG = "sweep_config.json"
+STATUS = "status.json"
+FINISHED, DIVERGED, FAILED, PENDING = "finished", "diverged", "failed", "pending"
+DONE = (FINISHED, DIVERGED)  # final: not run again
+EXECUTORS = ("local", "slurm")
+_STD_LABEL = "sample standard deviation over seeds (ddof = 1)"
+_MAX_PANEL_COLUMNS = 4
+_MESSAGE_CHARS = 300  # of an error message in sweep.md (sweep.json keeps it whole)
 
 
 def parse_grid(items: list[str]) -> dict[str, list[str]]:
@@ -33,8 +54,41 @@ def parse_grid(items: list[str]) -> dict[str, list[str]]:
     return grid
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/N"`` → ``(i, N)``; ``"slurm"`` reads the SLURM array task id and count.
+
+    Raises:
+      ValueError: not of the form ``i/N`` with ``0 <= i < N``, or ``"slurm"`` outside a SLURM
+        array task.
+    """
+    if text == "slurm":
+        env = os.environ
+        if "SLURM_ARRAY_TASK_ID" not in env or "SLURM_ARRAY_TASK_COUNT" not in env:
+            raise ValueError(
+                "--shard slurm needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT "
+                "(run it inside an sbatch --array job)"
+            )
+        first = int(env.get("SLURM_ARRAY_TASK_MIN", "0"))
+        return int(env["SLURM_ARRAY_TASK_ID"]) - first, int(env["SLURM_ARRAY_TASK_COUNT"])
+    try:
+        i, n = (int(p) for p in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard expects i/N (e.g. 0/4) or 'slurm', got {text!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"--shard i/N needs 0 <= i < N, got {text!r}")
+    return i, n
+
+
 def grid_points(grid: dict[str, list[str]], seeds: int) -> list[dict[str, str]]:
-    """All override dicts of the grid × ``range(seeds)`` (seed added as the ``seed`` key)."""
+    """All override dicts of the grid × ``range(seeds)`` (seed added as the ``seed`` key).
+
+    Raises:
+      ValueError: ``seeds < 1``, or a ``seed`` grid axis together with ``seeds > 1``.
+    """
+    if seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    if "seed" in grid and seeds > 1:
+        raise ValueError(f"--grid seed=... and --seeds {seeds} both set the seed; use one of them")
     keys = list(grid)
     points = []
     for values in itertools.product(*(grid[k] for k in keys)):
@@ -46,16 +100,93 @@ def grid_points(grid: dict[str, list[str]], seeds: int) -> list[dict[str, str]]:
     return points
 
 
-def _point_dir(sweep_dir: Path, point: dict[str, str]) -> Path:
-    return sweep_dir / ",".join(f"{k}={v}" for k, v in point.items()).replace("/", "_")
+def point_dir(sweep_dir: str | Path, point: dict[str, str]) -> Path:
+    """The run folder of ``point``: ``<sweep_dir>/k1=v1,k2=v2,seed=s``."""
+    return Path(sweep_dir) / ",".join(f"{k}={v}" for k, v in point.items()).replace("/", "_")
 
 
-def _run_point(name: str, scale: str, point: dict[str, str], run_dir: str) -> str:
+def point_status(run_dir: str | Path) -> dict:
+    """``{"status", "message"}`` of a point folder: finished, diverged, failed or pending."""
+    run_dir = Path(run_dir)
+    if (run_dir / runfolder.RESULTS).exists():
+        res = io.read_json(run_dir / runfolder.RESULTS)
+        return {"status": res.get("status", FINISHED), "message": res.get("message")}
+    if (run_dir / STATUS).exists():
+        return io.read_json(run_dir / STATUS)
+    return {"status": PENDING, "message": None}
+
+
+def _experiment(name: str, module: str):
+    """The experiment ``name``, registering ``module`` first when this process lacks it."""
+    try:
+        return get(name)
+    except KeyError:
+        return register(importlib.import_module(module))
+
+
+def run_point(name: str, module: str, scale: str, point: dict[str, str], run_dir: str) -> dict:
+    """Run one sweep point into ``run_dir``; any failure becomes ``status.json``, not an exception.
+
+    Args:
+      name: experiment name.
+      module: the module defining it (imported and registered in a fresh worker process).
+      scale: config preset.
+      point: its ``key=value`` overrides (seed included).
+      run_dir: the point's run folder.
+
+    Returns:
+      ``{"status": "finished" | "diverged" | "failed", "message": str | None}``.
+    """
+    run_dir = Path(run_dir)
+    (run_dir / STATUS).unlink(missing_ok=True)  # a retried failure starts clean
+    try:
+        exp = _experiment(name, module)
+        results = _run_resumable(exp, scale, point, run_dir)
+        out = {"status": results["status"], "message": results.get("message")}
+    except Exception as e:
+        out = {
+            "status": FAILED,
+            "message": f"{type(e).__name__}: {e}",
+            "traceback": traceback.format_exc(),
+        }
+        io.write_json(run_dir / STATUS, out)
+    return out
+
+
+def _run_resumable(exp, scale: str, point: dict[str, str], run_dir: Path) -> dict:
     from lrrich.runner import run_experiment
 
-    exp = get(name)
-    run_experiment(exp, exp.config(scale, point), run_dir, scale=scale, resume=True)
-    return run_dir
+    config = exp.config(scale, point)
+    resume = runfolder.is_run_folder(run_dir)
+    return run_experiment(exp, config, run_dir, scale=scale, resume=resume)
+
+
+def _worker_init() -> None:
+    """Processes sharing one accelerator allocate memory on demand instead of 75% each."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+def _check_sweep_folder(sweep_dir: Path, meta: dict) -> None:
+    if not sweep_dir.exists() or not any(sweep_dir.iterdir()):
+        return
+    path = sweep_dir / SWEEP_CONFIG
+    if not path.exists():
+        raise FileExistsError(
+            f"{sweep_dir} is not empty and is not a sweep folder (no {SWEEP_CONFIG}); "
+            "nothing was written — choose another --out"
+        )
+    diffs = runfolder.config_differences(io.read_json(path), meta)
+    if diffs:
+        raise ValueError(
+            f"{sweep_dir} holds another sweep ({'; '.join(diffs)}); its points would mix with "
+            "this one's — choose another --out"
+        )
+
+
+def _lines(progress: bool) -> Callable[[str], None]:
+    if not progress:
+        return lambda _: None
+    return lambda s: print(s, file=sys.stderr, flush=True)
 
 
 def run_sweep(
@@ -69,111 +200,294 @@ def run_sweep(
     max_runs: int = 64,
     yes: bool = False,
     progress: bool = True,
+    executor: str = "local",
+    slurm=None,
+    shard: tuple[int, int] | None = None,
+    vmap: bool = False,
+    fixed: dict[str, str] | None = None,
 ) -> dict:
     """Run experiment ``name`` over ``grid`` × seeds into ``sweep_dir``, then :func:`aggregate`.
 
+    Args:
+      name: experiment name.
+      grid: axis → values (strings, coerced to the config's field types).
+      sweep_dir: the sweep folder.
+      seeds: seeds per grid point (``seed = 0..seeds-1``).
+      scale: config preset.
+      jobs: parallel processes (``executor="local"``).
+      max_runs: refuse a larger sweep unless ``yes``.
+      yes: allow more than ``max_runs`` runs.
+      progress: print one line per point to stderr (a progress bar on a terminal).
+      executor: ``"local"`` (this machine) or ``"slurm"`` (a submitit job array).
+      slurm: :class:`lrrich.executors.SlurmOptions` for ``executor="slurm"``.
+      shard: ``(i, N)``: run only points ``i, i+N, i+2N, ...`` of the grid (any scheduler).
+      vmap: run the unfinished points as one vmapped program when the experiment supports it.
+      fixed: ``key=value`` overrides applied to every point (``--set``), not grid axes.
+
+    Returns:
+      the :func:`aggregate` of the sweep folder.
+
     Raises:
-      ValueError: unknown grid keys (checked before anything runs), or more than ``max_runs``
-        runs without ``yes=True``.
+      ValueError: unknown grid keys or values (checked before anything runs), ``seeds < 1``,
+        ``seed`` both in the grid and through ``seeds``, more than ``max_runs`` runs without
+        ``yes``, an unknown executor, or a folder holding another sweep.
+      FileExistsError: ``sweep_dir`` is a non-empty folder that is not a sweep folder.
     """
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
     exp = get(name)
+    fixed = dict(fixed or {})
     valid = [f.name for f in dataclasses.fields(exp.config_cls)]
     for k in grid:
         if k not in valid:
             raise ValueError(f"unknown grid key {k!r} for {name}; valid: {', '.join(valid)}")
+    both = sorted(set(fixed) & (set(grid) | ({"seed"} if seeds > 1 else set())))
+    if both:
+        raise ValueError(f"--set and --grid/--seeds both set {both}; use one of them")
     if seeds > 1 and "seed" not in valid:
         raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
     points = grid_points(grid, seeds)
-    for p in points:  # type-check every value before launching anything
-        exp.config(scale, p)
+    overrides = [{**fixed, **p} for p in points]
+    configs = [exp.config(scale, o) for o in overrides]  # type-check every value first
     if len(points) > max_runs and not yes:
         raise ValueError(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
         )
     sweep_dir = Path(sweep_dir)
+    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": fixed}
+    _check_sweep_folder(sweep_dir, meta)
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    io.write_json(
-        sweep_dir / "sweep_config.json",
-        {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds},
-    )
-    todo = [p for p in points if not (_point_dir(sweep_dir, p) / "results.json").exists()]
-    from tqdm.auto import tqdm
+    io.write_json(sweep_dir / SWEEP_CONFIG, meta)
+    log = _lines(progress)
+    mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
+    todo = [i for i in mine if point_status(point_dir(sweep_dir, points[i]))["status"] not in DONE]
+    if executor == "slurm":
+        from lrrich.executors import active_points
 
-    bar = tqdm(total=len(points), initial=len(points) - len(todo), desc=name, disable=not progress)
-    if jobs <= 1:
-        for p in todo:
-            _run_point(name, scale, p, str(_point_dir(sweep_dir, p)))
-            bar.update()
+        busy = active_points(sweep_dir / "logs")
+        queued = [i for i in todo if point_dir(sweep_dir, points[i]).name in busy]
+        if queued:
+            log(f"{len(queued)} points are still queued or running on SLURM; not submitted again")
+        todo = [i for i in todo if i not in queued]
+    log(f"{name}: {len(mine) - len(todo)} of {len(mine)} points done, running {len(todo)}")
+    if vmap and todo:
+        todo = _run_vmapped(exp, [configs[i] for i in todo], points, todo, sweep_dir, log)
+    args = [
+        (name, exp.module, scale, points[i], str(point_dir(sweep_dir, points[i]))) for i in todo
+    ]
+    labels = [point_dir(sweep_dir, points[i]).name for i in todo]
+    if executor == "slurm":
+        from lrrich.executors import SlurmOptions, run_array
+
+        outs = run_array(
+            run_point, args, labels, sweep_dir / "logs", slurm or SlurmOptions(), name=name, log=log
+        )
+        for a, out in zip(args, outs or [], strict=False):
+            if out["status"] == FAILED and not (Path(a[-1]) / STATUS).exists():
+                io.write_json(Path(a[-1]) / STATUS, out)  # the job died before run_point could
     else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futs = [
-                pool.submit(_run_point, name, scale, p, str(_point_dir(sweep_dir, p))) for p in todo
-            ]
-            for f in futs:
-                f.result()
-                bar.update()
-    bar.close()
+        _run_local(args, labels, jobs, log, progress)
     return aggregate(sweep_dir)
 
 
+def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
+    bar = None
+    if progress and sys.stderr.isatty():
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(args), desc="sweep", unit="point")
+
+    def done(k: int, label: str, out: dict) -> None:
+        if bar is not None:
+            bar.update()
+        msg = f": {out['message']}" if out["status"] != FINISHED else ""
+        text = f"[{k}/{len(args)}] {label}: {out['status']}{msg}"
+        (bar.write if bar is not None else log)(text.splitlines()[0])
+
+    if jobs <= 1:
+        for k, (a, label) in enumerate(zip(args, labels, strict=True), 1):
+            done(k, label, run_point(*a))
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=ctx, initializer=_worker_init
+        ) as pool:
+            futs = [pool.submit(run_point, *a) for a in args]
+            for k, (f, label) in enumerate(zip(futs, labels, strict=True), 1):
+                done(k, label, f.result())
+    if bar is not None:
+        bar.close()
+
+
+def _run_vmapped(exp, configs, points, todo, sweep_dir, log) -> list[int]:
+    """Run ``todo`` through ``lrrich.sweep_vmap``; returns the points left for processes."""
+    try:
+        from lrrich import sweep_vmap
+    except ImportError as e:
+        log(f"--vmap unavailable ({e}); running the points as processes")
+        return todo
+    dirs = [point_dir(sweep_dir, points[i]) for i in todo]
+    try:
+        sweep_vmap.run_points(exp, configs, dirs)
+    except sweep_vmap.VmapUnsupported as e:
+        log(f"--vmap: {e}; running the points as processes")
+        return todo
+    return [i for i, d in zip(todo, dirs, strict=True) if point_status(d)["status"] not in DONE]
+
+
+def _is_timing(key: str) -> bool:
+    """Summary entries that are durations (``*_seconds``, ``*_s``), not results."""
+    return key.endswith(("_seconds", "_s"))
+
+
+def _stats(values: list[float]) -> dict:
+    vals = np.asarray(values, dtype=float)
+    std = float(vals.std(ddof=1)) if len(vals) > 1 else None
+    return {"mean": float(vals.mean()), "std": std, "n": len(vals)}
+
+
 def aggregate(sweep_dir: str | Path) -> dict:
-    """Mean ± std over seeds of every numeric summary entry; writes sweep.json, sweep.md, sweep.png."""
+    """Mean, sample std (ddof = 1) and n over seeds of the finished points of this sweep.
+
+    Only the points of the grid recorded in ``sweep_config.json`` are read (other folders in
+    ``sweep_dir`` are ignored). Writes ``sweep.json``, ``sweep.md`` and ``sweep.png``.
+
+    Returns:
+      ``{"experiment", "grid", "seeds", "std", "rows", "points", "failures"}``: ``rows`` holds one
+      entry per grid point, ``{"point": {key: value}, "n": finished seeds, metric: {"mean", "std",
+      "n"}}`` (``std`` None when n < 2); ``points`` the status of every point; ``failures`` the
+      points that diverged or failed, with their messages.
+    """
     sweep_dir = Path(sweep_dir)
-    meta = io.read_json(sweep_dir / "sweep_config.json")
+    meta = io.read_json(sweep_dir / SWEEP_CONFIG)
     grid_keys = [k for k in meta["grid"] if k != "seed"]
+    points = grid_points(meta["grid"], meta["seeds"])
     groups: dict[tuple, list[dict]] = {}
-    for res_path in sorted(sweep_dir.glob("*/results.json")):
-        cfg = io.read_json(res_path.parent / "config.json")["config"]
-        key = tuple(str(cfg[k]) for k in grid_keys)
-        groups.setdefault(key, []).append(io.read_json(res_path).get("summary", {}))
+    statuses = []
+    for p in points:
+        d = point_dir(sweep_dir, p)
+        st = point_status(d)
+        statuses.append(
+            {"point": p, "dir": d.name, "status": st["status"], "message": st["message"]}
+        )
+        key = tuple(p[k] for k in grid_keys)
+        summaries = groups.setdefault(key, [])
+        if st["status"] == FINISHED:
+            summaries.append(io.read_json(d / runfolder.RESULTS).get("summary", {}))
     rows = []
     for key, summaries in groups.items():
-        metrics = sorted({k for s in summaries for k, v in s.items() if isinstance(v, int | float)})
         row = {"point": dict(zip(grid_keys, key, strict=True)), "n": len(summaries)}
-        for m in metrics:
-            vals = np.array([s[m] for s in summaries if isinstance(s.get(m), int | float)], float)
-            row[m] = {"mean": float(vals.mean()), "std": float(vals.std())}
+        names = {k for s in summaries for k, v in s.items() if _is_number(v)}
+        for m in sorted(names):
+            row[m] = _stats([s[m] for s in summaries if _is_number(s.get(m))])
         rows.append(row)
-    out = {"experiment": meta["experiment"], "grid": meta["grid"], "rows": rows}
+    failures = [s for s in statuses if s["status"] in (DIVERGED, FAILED)]
+    out = {
+        "experiment": meta["experiment"],
+        "grid": meta["grid"],
+        "seeds": meta["seeds"],
+        "std": _STD_LABEL,
+        "rows": rows,
+        "points": statuses,
+        "failures": failures,
+    }
     io.write_json(sweep_dir / "sweep.json", out)
-    metric_names = sorted({m for r in rows for m in r if m not in ("point", "n")})
-    lines = [f"# sweep: {meta['experiment']}", ""]
-    lines.append("| " + " | ".join([*grid_keys, "seeds", *metric_names]) + " |")
-    lines.append("|" + " --- |" * (len(grid_keys) + 1 + len(metric_names)))
-    for r in rows:
-        cells = [r["point"][k] for k in grid_keys] + [str(r["n"])]
-        for m in metric_names:
-            cells.append(f"{r[m]['mean']:.4g} ± {r[m]['std']:.2g}" if m in r else "—")
-        lines.append("| " + " | ".join(cells) + " |")
-    if rows and metric_names and grid_keys:
-        _plot_sweep(rows, grid_keys[0], metric_names, sweep_dir / "sweep.png")
-        lines += ["", "![sweep](sweep.png)"]
-    io.atomic_write_bytes(sweep_dir / "sweep.md", ("\n".join(lines) + "\n").encode())
+    figure = _plot_sweep(rows, grid_keys, sweep_dir / "sweep.png")
+    md = _markdown(out, grid_keys, figure)
+    io.atomic_write_bytes(sweep_dir / "sweep.md", md.encode())
     return out
 
 
-def _plot_sweep(rows, xkey, metric_names, path) -> None:
+def _is_number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _metric_names(rows: list[dict]) -> tuple[list[str], list[str]]:
+    names = sorted({m for r in rows for m in r if m not in ("point", "n")})
+    return [m for m in names if not _is_timing(m)], [m for m in names if _is_timing(m)]
+
+
+def _cell(stats: dict | None) -> str:
+    if stats is None:
+        return "—"
+    if stats["std"] is None:
+        return f"{stats['mean']:.4g}"
+    return f"{stats['mean']:.4g} ± {stats['std']:.2g}"
+
+
+def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
+    rows = out["rows"]
+    results, timings = _metric_names(rows)
+    counts = {
+        s: sum(p["status"] == s for p in out["points"])
+        for s in (FINISHED, DIVERGED, FAILED, PENDING)
+    }
+    lines = [
+        f"# sweep: {out['experiment']}",
+        "",
+        f"{len(out['points'])} points: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v),
+        "",
+        f"Cells: mean ± {out['std']}; n = finished seeds of the row (a single seed shows no ±).",
+        "",
+    ]
+    cols = [*grid_keys, "n", *results, *timings]
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + " --- |" * len(cols))
+    for r in rows:
+        cells = [r["point"][k] for k in grid_keys] + [str(r["n"])]
+        cells += [_cell(r.get(m)) for m in [*results, *timings]]
+        lines.append("| " + " | ".join(cells) + " |")
+    if figure:
+        lines += ["", "![sweep](sweep.png)"]
+    if out["failures"]:
+        lines += ["", "## Points that did not finish", "", "| point | status | message |"]
+        lines.append("| --- | --- | --- |")
+        for f in out["failures"]:
+            msg = (f["message"] or "").replace("|", "/").replace("\n", " ")[:_MESSAGE_CHARS]
+            lines.append(f"| {f['dir']} | {f['status']} | {msg} |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
+    """A grid of panels, one per result metric, mean ± sample std vs the first grid key."""
+    results, _ = _metric_names(rows)
+    if not rows or not results or not grid_keys:
+        return False
     import matplotlib.pyplot as plt
 
+    xkey, rest = grid_keys[0], grid_keys[1:]
     try:
         xs = [float(r["point"][xkey]) for r in rows]
         numeric = True
     except ValueError:
-        xs, numeric = list(range(len(rows))), False
-    order = np.argsort(xs)
-    n = len(metric_names)
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
-    for ax, m in zip(axes[0], metric_names, strict=True):
-        x = [xs[i] for i in order if m in rows[i]]
-        y = [rows[i][m]["mean"] for i in order if m in rows[i]]
-        e = [rows[i][m]["std"] for i in order if m in rows[i]]
-        ax.errorbar(x, y, yerr=e, marker="o", capsize=3)
+        labels = sorted({r["point"][xkey] for r in rows})
+        xs, numeric = [labels.index(r["point"][xkey]) for r in rows], False
+    series: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        series.setdefault(tuple(r["point"][k] for k in rest), []).append(i)
+    ncols = min(_MAX_PANEL_COLUMNS, len(results))
+    nrows = -(-len(results) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), squeeze=False)
+    for ax, m in zip(axes.flat, results, strict=False):
+        for label, idx in series.items():
+            idx = sorted((i for i in idx if m in rows[i]), key=lambda i: xs[i])
+            y = [rows[i][m]["mean"] for i in idx]
+            e = [rows[i][m]["std"] or 0.0 for i in idx]
+            name = ", ".join(f"{k}={v}" for k, v in zip(rest, label, strict=True)) or None
+            ax.errorbar([xs[i] for i in idx], y, yerr=e, marker="o", capsize=3, label=name)
         ax.set_xlabel(xkey)
         ax.set_title(m, fontsize=9)
-        if numeric and min(x) > 0 and max(x) / min(x) > 50:
+        if numeric and min(xs) > 0 and max(xs) / min(xs) > 50:
             ax.set_xscale("log")
         if not numeric:
-            ax.set_xticks(x, [rows[i]["point"][xkey] for i in order if m in rows[i]])
+            ax.set_xticks(range(len(labels)), labels)
+        if rest:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(results) :]:
+        ax.set_visible(False)
+    fig.suptitle("mean ± sample std over seeds (ddof = 1)", fontsize=9)
     fig.tight_layout()
     io.save_figure(fig, path)
+    return True

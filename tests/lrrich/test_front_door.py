@@ -67,9 +67,10 @@ def test_atomic_json_handles_arrays_and_nonfinite(tmp_path):
 def test_sweep_aggregates_and_skips_finished(tmp_path):
     out = run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, seeds=3, progress=False)
     rows = {r["point"]["scale"]: r for r in out["rows"]}
-    assert rows["2.0"]["n"] == 3
-    np.testing.assert_allclose(rows["2.0"]["y"]["mean"], 2 * 1 + 0.5)  # mean of seeds 0,1,2
-    np.testing.assert_allclose(rows["2.0"]["y"]["std"], 2 * np.std([0, 1, 2]))
+    assert rows["2"]["n"] == 3
+    np.testing.assert_allclose(rows["2"]["y"]["mean"], 2 * 1 + 0.5)  # mean of seeds 0,1,2
+    # sample std (ddof = 1) of y = 2*seed + 0.5 over seeds 0, 1, 2, written out: sqrt(8/2) = 2
+    np.testing.assert_allclose(rows["2"]["y"]["std"], 2.0)
     assert (tmp_path / "sweep.png").exists() and "± " in (tmp_path / "sweep.md").read_text()
     mtime = (tmp_path / "scale=1,seed=0" / "results.json").stat().st_mtime_ns
     run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, seeds=3, progress=False)

@@ -1,6 +1,7 @@
 """A tiny experiment following the registry contract, for the front-door tests."""
 
 import dataclasses
+import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -19,15 +20,39 @@ class Config:
     offset: float = 0.5
     tag: str = "a"
     fail: bool = False
+    diverge: bool = False
+    bar_steps: int = 0
+    dataset: str = "toyset"
 
 
-SCALES = {"paper": Config(scale=3.0)}
+SCALES = {"paper": Config(scale=3.0, dataset="paperset")}
 
 
 def run(config: Config, run_dir: Path) -> dict:
     if config.fail:
         raise RuntimeError("requested failure")
-    return {"summary": {"y": config.scale * config.seed + config.offset, "tag": config.tag}}
+    if config.diverge:
+        from nets import TrainingDiverged
+
+        raise TrainingDiverged("training loss became nan at step 3 (lr=1e9); lower the lr")
+    if config.bar_steps:
+        from tqdm.auto import tqdm
+
+        for _ in tqdm(range(config.bar_steps), desc="toy", mininterval=0):
+            pass
+    y = config.scale * config.seed + config.offset
+    return {
+        "summary": {
+            "y": y,
+            "y_squared": y**2,
+            "minus_y": -y,
+            "half_y": y / 2,
+            "twice_y": 2 * y,
+            "train_seconds": 0.25,
+            "tag": config.tag,
+            "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "unset"),
+        }
+    }
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
