@@ -16,13 +16,31 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def as_float(x, name: str) -> jax.Array:
+    """``x`` as a floating JAX array: integers and booleans become the default float dtype,
+    float16/bfloat16 are upcast to float32 (their 3-digit round-off would swamp every tolerance
+    here), complex arrays are refused (the metrics are defined for real features)."""
+    x = jnp.asarray(x)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        raise ValueError(
+            f"{name} must be real, got complex dtype {x.dtype} (pass the real part or the "
+            "modulus explicitly)"
+        )
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x.astype(jnp.result_type(float))
+    if jnp.finfo(x.dtype).bits < 32:
+        return x.astype(jnp.float32)
+    return x
+
+
 def as_matrix(x, name: str, *, what: str = "(n, p)") -> jax.Array:
-    """``x`` as a 2-D floating JAX array; integers become the default float dtype."""
+    """``x`` as a 2-D real floating JAX array with at least one column (see :func:`as_float`)."""
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape {what}, got shape {x.shape}")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(jnp.result_type(float))
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one column, shape {what}, got {x.shape}")
+    x = as_float(x, name)
     check_finite(x, name)
     return x
 
@@ -45,14 +63,3 @@ def same_n(a, b, name_a: str, name_b: str) -> None:
             f"{name_a} and {name_b} must have the same number of rows n, "
             f"got {a.shape[0]} and {b.shape[0]}"
         )
-
-
-def default_rtol(dtype, width: int) -> float:
-    """Relative singular-value cutoff 100·C·ε(dtype) for the numerical rank of an n×C matrix.
-
-    The round-off floor of a rank-deficient centred output matrix (softmax rows summing to one,
-    least-squares heads with a bias) is a few ε relative to its largest singular value and does not
-    grow with n (measured: 1.4ε at n = 10³, 2.3ε at n = 5·10⁴ for float32 softmax outputs), so the
-    cutoff scales with the width C only, unlike NumPy's ``max(n, C)·ε``.
-    """
-    return 100.0 * max(int(width), 1) * float(np.finfo(np.dtype(dtype)).eps)

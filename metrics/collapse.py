@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from metrics._numerics import centre
 from metrics._validate import as_matrix, check_finite, is_concrete, same_n
-from metrics.moments import _centre
 
 
 class NeuralCollapse(NamedTuple):
@@ -64,7 +64,7 @@ def _nc(phi, y, head, logits, rtol):
     dtype = phi.dtype
     c = y.shape[1]
     scale = jnp.sqrt(jnp.mean(jnp.sum(phi * phi, axis=1)))
-    _, phi = _centre(phi)  # every NC measure is translation invariant; centring keeps precision
+    _, phi = centre(phi)  # every NC measure is translation invariant; centring keeps precision
     spread = jnp.sqrt(jnp.mean(jnp.sum(phi * phi, axis=1)))
     counts = jnp.sum(y, axis=0)
     means = (y.T @ phi) / counts[:, None]  # (C, p) class means μ_i

@@ -2,9 +2,15 @@
 
 Thesis T §1.5.3–1.5.4 (Alg. 1, Eq. 1.29–1.34) and §2.3 (Eq. 2.3–2.7); seed 000 Eq. 5–6, 9.
 Nyström on a fitting sample S_fit of n ≥ p points: ϕ = Φ(S_fit)ᵀ = U S Vᵀ (p×n), with the empirical
-measure (**Decision**, SPEC 2.2) ρ_k = s_k²/n and e_k(x) = √n u_kᵀΦ(x)/s_k, so ⟨e_k|e_l⟩ = δ_kl on
-S_fit. Inner products with target / learned functions are taken on a separate evaluation sample
-S_eval (Eq. 1.34), normalising by the evaluation norm of e_k.
+measure (**Decision**) ρ_k = s_k²/n and e_k(x) = √n u_kᵀΦ(x)/s_k, so ⟨e_k|e_l⟩ = δ_kl on S_fit.
+Inner products with target / learned functions are taken on a separate evaluation sample S_eval
+(Eq. 1.34), normalising by the evaluation norm of e_k.
+
+Float32-safe route: the SVD of ϕ is read off the triangular factor R of Φ (Householder QR, TSQR
+when streamed; ΦᵀΦ = RᵀR, :mod:`metrics.moments`), so s_k carries an absolute error ≈ ε·s₁, not
+ε·s₁² as from an eigendecomposition of the Gram matrix; evaluation norms ‖e_k‖² = ‖R_eval w_k‖²
+and projections onto outputs/targets use the factored output statistics, never a Gram matrix.
+Every mode above the rank tolerance 2ε(√n + √p)·s₁ (:mod:`metrics._numerics`) is kept.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._validate import as_matrix, check_finite, default_rtol, is_concrete, same_n
-from metrics.dlr import _check_result, _dlr_moments
-from metrics.moments import Moments, _rayleigh_ritz, accumulate_moments, moments
+from metrics._numerics import mm, rank_rtol
+from metrics._validate import as_float, as_matrix, check_finite, is_concrete, same_n
+from metrics.dlr import dlr_from_moments
+from metrics.moments import Moments, accumulate_moments, moments
 
 
 class FeatureDecomposition(NamedTuple):
@@ -61,9 +68,12 @@ class FeatureDecomposition(NamedTuple):
 
 @jax.jit
 def _effective_dimension(v: jax.Array) -> jax.Array:
+    """D_eff of non-negative values; 0 for an all-zero (or empty) vector."""
     v = jnp.maximum(v, 0.0)  # eigenvalues may carry −ε round-off
-    w = v / jnp.sum(v, axis=-1, keepdims=True)
-    return jnp.exp(-jnp.sum(jax.scipy.special.xlogy(w, w), axis=-1))
+    total = jnp.sum(v, axis=-1, keepdims=True)
+    w = v / jnp.where(total > 0, total, 1.0)
+    d = jnp.exp(-jnp.sum(jax.scipy.special.xlogy(w, w), axis=-1))
+    return jnp.where(total[..., 0] > 0, d, 0.0)
 
 
 def effective_dimension(values) -> jax.Array:
@@ -82,11 +92,10 @@ def effective_dimension(values) -> jax.Array:
       (...) D_eff ∈ [1, k].
 
     Raises:
-      ValueError: NaN/inf, or values with no positive entry (D_eff undefined), on concrete input.
+      ValueError: NaN/inf, complex values, or values with no positive entry (D_eff undefined), on
+        concrete input.
     """
-    v = jnp.asarray(values)
-    if not jnp.issubdtype(v.dtype, jnp.floating):
-        v = v.astype(jnp.result_type(float))
+    v = as_float(values, "values")
     if v.ndim < 1 or v.shape[-1] < 1:
         raise ValueError(f"values must have shape (..., k) with k ≥ 1, got {v.shape}")
     check_finite(v, "values")
@@ -95,29 +104,13 @@ def effective_dimension(values) -> jax.Array:
     return _effective_dimension(v)
 
 
-def _projection_norms(m: Moments, cols: jax.Array, w: jax.Array, rtol: jax.Array):
-    """(Σ_x (P_X e_k)(x)² for each k, rank of X) on S_eval, X = the columns of M where cols.
-
-    X = 1νᵀ + M_c = [1/√n, U] [√n νᵀ; G] (uncentred, U ⟂ 1 the orthonormal factor of M_c), so the
-    SVD of the small (q+1)×q matrix on the right, S Vᵀ, gives the orthonormal basis X V S⁻¹.
-    """
-    g = jnp.concatenate([jnp.sqrt(m.n) * m.out_mean[None, :], m.out_factor], axis=0)
-    _, s, v = _rayleigh_ritz(jnp.where(cols, g, 0.0))
-    keep = s > rtol * s[0]
-    inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
-    x_phi = m.cross.T + jnp.outer(m.out_mean, m.phi_mean) * m.n  # Mᵀ Φ, uncentred (q, p)
-    x_phi = jnp.where(cols[:, None], x_phi, 0.0)
-    coef = (inv_s[:, None] * v.T) @ x_phi @ w  # (Q_X)ᵀ E, Q_X orthonormal basis of col(X)
-    return jnp.sum(coef * coef, axis=0), jnp.sum(keep)
-
-
 class Nystrom(NamedTuple):
     """Empirical eigenvalues and eigenfunctions of the feature operator (T Alg. 1).
 
     Attributes:
       rho: (p,) ρ_k = s_k²/n, decreasing.
       weights: (p, p) W with e_k(x) = Σ_i Φ_i(x) W_ik = √n u_kᵀΦ(x)/s_k; columns of numerically
-        null modes (ρ_k ≤ 10pε ρ_1) are zero.
+        null modes (s_k ≤ 2ε(√n + √p)·s₁, :mod:`metrics._numerics`) are zero.
     """
 
     rho: jax.Array
@@ -125,15 +118,22 @@ class Nystrom(NamedTuple):
 
 
 @jax.jit
-def _nystrom(fit: Moments) -> Nystrom:
-    dtype = fit.phi_css.dtype
-    p = fit.phi_css.shape[0]
-    gram = fit.phi_css + fit.n * jnp.outer(fit.phi_mean, fit.phi_mean)  # ϕϕᵀ = U S² Uᵀ
-    lam, u = jnp.linalg.eigh(gram)
-    lam, u = jnp.maximum(lam[::-1], 0.0), u[:, ::-1]
-    live = lam > 10.0 * p * jnp.finfo(dtype).eps * lam[0]  # numerically null modes get e_k = 0
-    w = jnp.where(live, u * jnp.sqrt(fit.n / jnp.where(live, lam, 1.0)), 0.0)
-    return Nystrom(rho=lam / fit.n, weights=w)
+def _nystrom(r: jax.Array, n: jax.Array) -> Nystrom:
+    """Nyström from the factor R of ΦᵀΦ: R = U_R S V_Rᵀ gives ϕ = V_R S (Q U_R)ᵀ, so u_k = V_R[:, k]."""
+    _, s, vt = jnp.linalg.svd(r)
+    live = s > rank_rtol(r.dtype, n, r.shape[0]) * s[0]
+    w = jnp.where(live, vt.T * (jnp.sqrt(n) / jnp.where(live, s, 1.0)), 0.0)
+    return Nystrom(rho=s * s / n, weights=w)
+
+
+def _check_fit(features_fit) -> jax.Array:
+    fit = as_matrix(features_fit, "features_fit", what="(n, p)")
+    if fit.shape[0] < fit.shape[1]:
+        raise ValueError(
+            f"features_fit has n = {fit.shape[0]} samples < p = {fit.shape[1]} features: Nyström "
+            "needs n ≥ p to resolve all p eigenfunctions (use more fitting samples)"
+        )
+    return fit
 
 
 def nystrom(features_fit) -> Nystrom:
@@ -142,8 +142,9 @@ def nystrom(features_fit) -> Nystrom:
     .. math:: \phi = \Phi(S_{fit})^\top = U S V^\top,\quad \rho_k = s_k^2/n,\quad
               e_k(x) = \sqrt{n}\,u_k^\top \Phi(x)/s_k
 
-    (thesis T Alg. 1, Eq. 1.33, with the empirical-measure normalisation of SPEC 2.2, so
-    ⟨e_k|e_l⟩ = δ_kl on S_fit). Computed from the p×p Gram ϕϕᵀ: O(np² + p³).
+    (thesis T Alg. 1, Eq. 1.33, with the empirical-measure normalisation ⟨e_k|e_l⟩ = δ_kl on
+    S_fit). Computed from the Householder QR of Φ and the SVD of its p×p factor: O(np² + p³),
+    singular values to ε·s₁ in float32 and float64.
 
     Args:
       features_fit: (n, p) features Φ on S_fit, n ≥ p.
@@ -151,53 +152,61 @@ def nystrom(features_fit) -> Nystrom:
     Returns:
       :class:`Nystrom`; evaluate the eigenfunctions on any sample as ``features @ weights``.
     """
-    fit = as_matrix(features_fit, "features_fit", what="(n, p)")
-    if fit.shape[0] < fit.shape[1]:
-        raise ValueError(
-            f"features_fit has n = {fit.shape[0]} samples < p = {fit.shape[1]} features: Nyström "
-            "needs n ≥ p to resolve all p eigenfunctions (use more fitting samples)"
-        )
-    return _nystrom(moments(fit))
+    m = moments(_check_fit(features_fit), feature_factor=True)
+    return _nystrom(m.phi_factor, m.n)
+
+
+def _projection_norms(m: Moments, cols: jax.Array, w: jax.Array, rtol: jax.Array):
+    """(Σ_x (P_X e_k)(x)² for each k, rank of X) on S_eval, X = the columns of M where cols.
+
+    X = 1νᵀ + M_c = [1/√n, U] [√n νᵀ; G] (uncentred; U ⟂ 1 the orthonormal factor of M_c), so the
+    SVD U_s S V_sᵀ of the small (q+1)×q stack gives the basis [1/√n, U] U_s of col(X), and the
+    coordinates of Φ in [1/√n, U] are [√n μᵀ; A] (A = UᵀΦ_c = UᵀΦ).
+    """
+    dtype = m.phi_css.dtype
+    stack = jnp.concatenate([jnp.sqrt(m.n) * m.out_mean[None, :], m.out_factor], axis=0)
+    u, s, _ = jnp.linalg.svd(jnp.where(cols[None, :], stack, 0.0), full_matrices=False)
+    tol = jnp.where(rtol > 0, rtol, rank_rtol(dtype, m.n, jnp.sum(cols)))
+    keep = s > tol * s[0]
+    coords = jnp.concatenate([jnp.sqrt(m.n) * m.phi_mean[None, :], m.out_proj], axis=0)
+    coef = mm(jnp.where(keep[None, :], u, 0.0).T, mm(coords, w))  # (Q_X)ᵀ E
+    return jnp.sum(coef * coef, axis=0), jnp.sum(keep)
 
 
 @jax.jit
-def _decompose(fit: Moments, ev: Moments, out_cols, tgt_cols, rtol_out, rtol_tgt, threshold):
+def _decompose(fit: Moments, ev: Moments, out_cols, tgt_cols, rtol, threshold, value):
     dtype = fit.phi_css.dtype
-    rho, w = _nystrom(fit)
-
-    gram_ev = ev.phi_css + ev.n * jnp.outer(ev.phi_mean, ev.phi_mean)
-    norm2 = jnp.sum((gram_ev @ w) * w, axis=0)  # Σ_{x∈S_eval} e_k(x)²
+    rho, w = _nystrom(fit.phi_factor, fit.n)
+    e_ev = mm(ev.phi_factor, w)  # R_eval W: ‖e_k‖² on S_eval without a Gram matrix
+    norm2 = jnp.sum(e_ev * e_ev, axis=0)
     safe = jnp.where(norm2 > 0, norm2, 1.0)
 
-    def metric(cols, tol):
-        proj, r = _projection_norms(ev, cols, w, tol)
-        qk = jnp.where(norm2 > 0, proj / safe, 0.0) / r.astype(dtype)
+    def metric(cols):
+        proj, r = _projection_norms(ev, cols, w, rtol)
+        qk = jnp.where(norm2 > 0, proj / safe, 0.0) / jnp.maximum(r, 1).astype(dtype)
         return qk, jnp.cumsum(qk), _effective_dimension(qk), r
 
-    util, cum_util, d_util, r_out = metric(out_cols, rtol_out)
-    qual, cum_qual, d_qual, r_tgt = metric(tgt_cols, rtol_tgt)
-    value, r_c, gram_norm = _dlr_moments(ev, rtol_out, out_cols)
+    util, cum_util, d_util, r_out = metric(out_cols)
+    qual, cum_qual, d_qual, r_tgt = metric(tgt_cols)
     e1 = jnp.abs(ev.phi_mean @ w[:, 0]) / jnp.sqrt(safe[0] / ev.n)
-    return (
-        FeatureDecomposition(
-            rho=rho,
-            relative_intensity=rho / rho[0],
-            quality=qual,
-            utilization=util,
-            cum_quality=cum_qual,
-            cum_utilization=cum_util,
-            d_eff_rho=_effective_dimension(rho),
-            d_eff_rho_adjusted=1.0 + _effective_dimension(rho[1:]),
-            d_eff_quality=d_qual,
-            d_eff_utilization=d_util,
-            e1_constant_overlap=e1,
-            dlr=value,
-            is_mf=value < threshold,
-            dim_learned=r_out,
-            dim_target=r_tgt,
-        ),
-        r_c,
-        gram_norm,
+    p = rho.shape[0]
+    return FeatureDecomposition(
+        rho=rho,
+        relative_intensity=rho / rho[0],
+        quality=qual,
+        utilization=util,
+        cum_quality=cum_qual,
+        cum_utilization=cum_util,
+        d_eff_rho=_effective_dimension(rho),
+        # 1 + D_eff(ρ₂…ρ_p) (T Eq. 2.6); the constant mode alone counts 1 (p = 1, dead units)
+        d_eff_rho_adjusted=1.0 + (_effective_dimension(rho[1:]) if p > 1 else 0.0),
+        d_eff_quality=d_qual,
+        d_eff_utilization=d_util,
+        e1_constant_overlap=e1,
+        dlr=value,
+        is_mf=value < threshold,
+        dim_learned=r_out,
+        dim_target=r_tgt,
     )
 
 
@@ -212,17 +221,24 @@ def feature_decomposition_from_moments(
     """Feature decomposition from streamed statistics (see :func:`feature_decomposition`).
 
     Args:
-      fit: :class:`~metrics.moments.Moments` of the features on S_fit (outputs ignored).
+      fit: :class:`~metrics.moments.Moments` of the features on S_fit with ``phi_factor``
+        (``moments(..., feature_factor=True)``); outputs ignored.
       evaluation: :class:`~metrics.moments.Moments` of features and stacked ``[outputs, targets]``
-        on S_eval.
+        on S_eval, with ``phi_factor``.
       n_outputs: C, the number of leading stacked columns that are outputs; the remaining columns
         are targets. Default: all columns are outputs (no targets).
-      rtol: relative singular-value cutoff for the ranks of outputs and targets; default 100·C·ε.
+      rtol: relative rank tolerance for outputs and targets (and D_LR); default 2ε(√m + √C).
       mf_threshold: ε of the MF-regime test D_LR < ε.
 
     Returns:
       :class:`FeatureDecomposition`.
     """
+    for stats, name in ((fit, "fit"), (evaluation, "evaluation")):
+        if stats.phi_factor is None:
+            raise ValueError(
+                f"{name} moments need the feature factor: compute them with "
+                "moments(..., feature_factor=True) or accumulate_moments(..., feature_factor=True)"
+            )
     p = fit.phi_mean.shape[0]
     if evaluation.phi_mean.shape[0] != p:
         raise ValueError(
@@ -242,20 +258,19 @@ def feature_decomposition_from_moments(
         raise ValueError(f"n_outputs must be in [1, {q}], got {c}")
     dtype = fit.phi_css.dtype
     evaluation = jax.tree.map(lambda x: x.astype(dtype), evaluation)
-    out_cols = jnp.asarray(np.arange(q) < c)
-    tgt_cols = jnp.asarray(np.arange(q) >= c)
-    tol_out = default_rtol(dtype, c) if rtol is None else rtol
-    tol_tgt = default_rtol(dtype, max(q - c, 1)) if rtol is None else rtol
-    res, r_c, gram_norm = _decompose(
+    try:
+        value = dlr_from_moments(evaluation, n_outputs=c, rtol=rtol)
+    except ValueError as err:
+        raise ValueError(f"evaluation sample (features_eval, outputs_eval): {err}") from None
+    res = _decompose(
         fit,
         evaluation,
-        out_cols,
-        tgt_cols,
-        jnp.asarray(tol_out, dtype),
-        jnp.asarray(tol_tgt, dtype),
+        jnp.asarray(np.arange(q) < c),
+        jnp.asarray(np.arange(q) >= c),
+        jnp.asarray(-1.0 if rtol is None else rtol, dtype),
         jnp.asarray(mf_threshold, dtype),
+        value,
     )
-    _check_result(res.dlr, r_c, gram_norm, "features_eval", "outputs_eval")
     if is_concrete(res.rho) and not float(res.rho[0]) > 0.0:
         raise ValueError("features_fit are all zero: no eigenfunctions to decompose")
     if c == q:
@@ -284,35 +299,30 @@ def feature_decomposition(
     (thesis T Alg. 1, Eq. 1.29, 1.33–1.34, 2.3–2.6), ϕ = Φ(S_fit)ᵀ = U S Vᵀ; inner products on
     S_eval. H* = span of the target components, Ĥ = span of the learned ones (uncentred, so the
     constant function counts). Π̂(p) = 1 when Ĥ ⊂ span Φ; Π*(p) = ‖P_Φ f*‖²/‖f*‖² for orthogonal
-    equal-norm target components (one-hot); both exactly when S_eval = S_fit. Cost O(np² + p³ +
-    n(C + C*)²). Also returns D_eff (Eq. 1.16), the adjusted D_eff(ρ) (Eq. 2.6), ⟨e_1|1⟩, D_LR on
-    S_eval and the MF-regime flag (D_LR < ``mf_threshold``).
+    equal-norm target components (one-hot); both exactly when S_eval = S_fit. Float32-safe (QR
+    route, module docstring): every mode above the rank tolerance is kept. Cost O((n + m)p² + p³ +
+    m(C + C*)(p + C + C*)). Also returns D_eff (Eq. 1.16), the adjusted D_eff(ρ) (Eq. 2.6),
+    ⟨e_1|1⟩, D_LR on S_eval and the MF-regime flag (D_LR < ``mf_threshold``).
 
     Args:
       features_fit: (n, p) features Φ on S_fit, n ≥ p (Nyström fit).
       features_eval: (m, p) features Φ on S_eval (may be the same array as ``features_fit``).
       outputs_eval: (m, C) network outputs f̂ on S_eval.
       targets_eval: (m, C*) targets f* on S_eval (one-hot × scale), or None to skip quality.
-      rtol: relative singular-value cutoff for the ranks dim Ĥ, dim H* (and D_LR); default
-        100·C·ε of the dtype.
+      rtol: relative rank tolerance for dim Ĥ, dim H* (and D_LR); default 2ε(√m + √C).
       mf_threshold: ε of the MF-regime test (T Definition 2: 0.1).
 
     Returns:
       :class:`FeatureDecomposition` (quality fields None without targets).
 
     Raises:
-      ValueError: n < p, mismatched widths or sample counts, NaN/inf, all-zero or constant features,
-        outputs of zero rank.
+      ValueError: n < p, mismatched widths or sample counts, NaN/inf, complex input, all-zero or
+        constant features, outputs of zero rank.
     """
-    fit = as_matrix(features_fit, "features_fit", what="(n, p)")
+    fit = _check_fit(features_fit)
     ev = as_matrix(features_eval, "features_eval", what="(m, p)")
     out = as_matrix(outputs_eval, "outputs_eval", what="(m, C)")
     same_n(ev, out, "features_eval", "outputs_eval")
-    if fit.shape[0] < fit.shape[1]:
-        raise ValueError(
-            f"features_fit has n = {fit.shape[0]} samples < p = {fit.shape[1]} features: Nyström "
-            "needs n ≥ p to resolve all p eigenfunctions (use more fitting samples)"
-        )
     extra = []
     if targets_eval is not None:
         tgt = as_matrix(targets_eval, "targets_eval", what="(m, C*)")
@@ -321,8 +331,8 @@ def feature_decomposition(
     if out.shape[1] > out.shape[0]:
         raise ValueError(f"outputs_eval must have C ≤ m columns, got shape {out.shape}")
     return feature_decomposition_from_moments(
-        moments(fit),
-        moments(ev, out, *extra),
+        moments(fit, feature_factor=True),
+        moments(ev, out, *extra, feature_factor=True),
         n_outputs=out.shape[1],
         rtol=rtol,
         mf_threshold=mf_threshold,
@@ -351,10 +361,12 @@ def feature_decomposition_streaming(
     Returns:
       :class:`FeatureDecomposition`.
     """
-    fit = accumulate_moments(b[0] if isinstance(b, tuple | list) else b for b in fit_batches)
+    fit = accumulate_moments(
+        (b[0] if isinstance(b, tuple | list) else b for b in fit_batches), feature_factor=True
+    )
     return feature_decomposition_from_moments(
         fit,
-        accumulate_moments(eval_batches),
+        accumulate_moments(eval_batches, feature_factor=True),
         n_outputs=n_outputs,
         rtol=rtol,
         mf_threshold=mf_threshold,

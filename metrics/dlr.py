@@ -7,21 +7,28 @@ of col(F_c) of numerical rank r)
 
     CKA = ⟨Φ_cΦ_cᵀ, QQᵀ⟩_F / (‖Φ_cΦ_cᵀ‖_F ‖QQᵀ‖_F) = ‖QᵀΦ_c‖_F² / (‖Φ_cᵀΦ_c‖_F √r),
 
-using ‖Φ_cΦ_cᵀ‖_F = ‖Φ_cᵀΦ_c‖_F and ‖QQᵀ‖_F = √r. Cost O(np² + nC²), memory O(np + p² + nC):
-no n×n matrix is formed.
+using ‖Φ_cΦ_cᵀ‖_F = ‖Φ_cᵀΦ_c‖_F and ‖QQᵀ‖_F = √r. There is one implementation, :func:`_dlr_stats`,
+on the factored statistics of :mod:`metrics.moments` (F_c = U G by Householder QR, A = UᵀΦ_c): with
+G = U' S Vᵀ the SVD of the small factor, Q = U U'_r and QᵀΦ_c = U'_rᵀ A. Arrays, moments and streams
+all go through it. Cost O(np² + npC + nC²), memory O(np + p² + nC): no n×n matrix is formed.
+
+Rank: singular values s_k of F_c with s_k ≤ rtol·‖F‖₂ count as zero, rtol = 2ε(√n + √C) by default
+(:mod:`metrics._numerics`), ‖F‖₂ estimated as √(s₁² + n‖ν‖²) (the rounding of F is relative to F,
+not to its centred part). The rank used is returned by :func:`dlr_with_rank`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._validate import as_matrix, common_dtype, default_rtol, is_concrete, same_n
-from metrics.moments import Moments, _centre, _rayleigh_ritz, accumulate_moments
+from metrics._numerics import CONSTANT_FACTOR, mm, pow2_scale, rank_rtol
+from metrics._validate import as_float, as_matrix, common_dtype, is_concrete, same_n
+from metrics.moments import Moments, accumulate_moments, moments
 
 
 class DLR(NamedTuple):
@@ -36,65 +43,95 @@ class DLR(NamedTuple):
     rank: jax.Array
 
 
-@jax.jit
-def _dlr_arrays(phi: jax.Array, f: jax.Array, rtol: jax.Array):
-    """(D_LR, r, ‖Φ_cᵀΦ_c‖_F) from in-memory arrays."""
-    _, phi_c = _centre(phi)
-    _, f_c = _centre(f)
-    z, s, _ = _rayleigh_ritz(f_c)  # F_c = (z/s) diag(s) Vᵀ at GEMM speed, s to a few ε·s₁
-    keep = (s > rtol * s[0]) & (s[0] > rtol * jnp.linalg.norm(f))
-    r = jnp.sum(keep)
-    u = z / jnp.where(keep, s, 1.0)  # left singular vectors; columns beyond the rank dropped
-    a = jnp.where(keep, u, 0.0).T @ phi_c  # (C, p) = QᵀΦ_c
-    gram_norm = jnp.linalg.norm(phi_c.T @ phi_c)
-    cka = jnp.sum(a * a) / (gram_norm * jnp.sqrt(r.astype(phi.dtype)))
-    return jnp.clip(1.0 - cka, 0.0, 1.0), r, gram_norm
+class _Checks(NamedTuple):
+    """Scalars the eager wrappers turn into errors (under ``jit`` the value is NaN instead)."""
+
+    features_vary: jax.Array
+    rtol: jax.Array
 
 
-@jax.jit
-def _dlr_moments(m: Moments, rtol: jax.Array, mask: jax.Array):
-    """(D_LR, r, ‖Φ_cᵀΦ_c‖_F) from streamed statistics, outputs = columns of M where mask is True.
+def _dlr_stats(m: Moments, cols: jax.Array, rtol: jax.Array) -> tuple[DLR, _Checks]:
+    """D_LR from factored statistics, the outputs being the columns of M where ``cols`` is True.
 
-    With G the output factor (F_c = U G, U orthonormal) and G = U' S Vᵀ its SVD, an orthonormal
-    basis of col(F_c) is F_c V_r S_r⁻¹, so QᵀΦ_c = S_r⁻¹ V_rᵀ (Φ_cᵀF_c)ᵀ.
+    Args:
+      m: :class:`Moments` with q stacked output columns.
+      cols: (q,) bool mask of the output columns F among M.
+      rtol: () relative rank tolerance; ≤ 0 selects the default 2ε(√n + √C).
     """
-    g = jnp.where(mask, m.out_factor, 0.0)
-    _, s, v = _rayleigh_ritz(g)
-    nu = jnp.where(mask, m.out_mean, 0.0)
-    f_norm = jnp.sqrt(jnp.sum(g * g) + m.n * jnp.sum(nu * nu))  # ‖F‖_F uncentred
-    keep = (s > rtol * s[0]) & (s[0] > rtol * f_norm)
+    dtype = m.phi_css.dtype
+    c = jnp.sum(cols)
+    tol = jnp.where(rtol > 0, rtol, rank_rtol(dtype, m.n, c))
+    u, s, _ = jnp.linalg.svd(jnp.where(cols[None, :], m.out_factor, 0.0))  # G_F = U' S V'ᵀ
+    nu = jnp.where(cols, m.out_mean, 0.0)
+    f_norm = jnp.sqrt(s[0] ** 2 + m.n * jnp.sum(nu * nu))  # ≥ ‖F‖₂ ≥ f_norm/√2
+    keep = s > tol * f_norm
     r = jnp.sum(keep)
-    inv_s = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
-    a = (inv_s[:, None] * v.T) @ jnp.where(mask, m.cross, 0.0).T  # (q, p)
+    b = mm(u.T, m.out_proj)  # rows: u'_kᵀ A = (U u'_k)ᵀ Φ_c
+    numerator = jnp.sum(jnp.where(keep[:, None], b * b, 0.0))
     gram_norm = jnp.linalg.norm(m.phi_css)
-    cka = jnp.sum(a * a) / (gram_norm * jnp.sqrt(r.astype(s.dtype)))
-    return jnp.clip(1.0 - cka, 0.0, 1.0), r, gram_norm
+    spread2 = jnp.trace(m.phi_css)  # ‖Φ_c‖_F²
+    total2 = spread2 + m.n * jnp.sum(m.phi_mean**2)  # ‖Φ‖_F²
+    varies = spread2 > (CONSTANT_FACTOR * jnp.finfo(dtype).eps) ** 2 * total2
+    cka = numerator / (gram_norm * jnp.sqrt(r.astype(dtype)))
+    value = jnp.where((r > 0) & varies, jnp.clip(1.0 - cka, 0.0, 1.0), jnp.nan)
+    return DLR(value, r), _Checks(varies, tol)
 
 
-def _check_result(value, r, gram_norm, features_name: str, outputs_name: str) -> jax.Array:
-    if is_concrete(r):
-        if int(r) == 0:
-            raise ValueError(
-                f"{outputs_name} have zero numerical rank after centring (constant over samples): "
-                "the learned-function space is empty and D_LR is undefined"
-            )
-        if not float(gram_norm) > 0.0:
-            raise ValueError(
-                f"{features_name} are constant over samples (zero centred variance): "
-                "D_LR is undefined"
-            )
-    return value
+_dlr_stats_jit = jax.jit(_dlr_stats)
+
+
+@jax.jit
+def _dlr_arrays(phi: jax.Array, f: jax.Array, rtol: jax.Array) -> tuple[DLR, _Checks]:
+    """D_LR of in-memory arrays: exact power-of-two rescaling, one batch of moments, the formula."""
+    m = moments(pow2_scale(phi), pow2_scale(f))
+    return _dlr_stats(m, jnp.ones(f.shape[1], bool), rtol)
+
+
+def _raise_if_undefined(res: DLR, checks: _Checks, features: str, outputs: str) -> None:
+    if not is_concrete(res.rank):
+        return
+    if int(res.rank) == 0:
+        raise ValueError(
+            f"{outputs} have zero numerical rank after centring: every singular value of the "
+            f"centred {outputs} is ≤ rtol·‖{outputs}‖ (rtol = {float(checks.rtol):.2g}), i.e. "
+            f"they do not vary over samples beyond their rounding; the learned-function space is "
+            "empty and D_LR is undefined"
+        )
+    if not bool(checks.features_vary):
+        raise ValueError(
+            f"{features} are constant over samples at working precision (centred spread "
+            f"≤ {CONSTANT_FACTOR:g}ε of their magnitude): the feature kernel vanishes after "
+            "centring and D_LR is undefined"
+        )
+
+
+def _rtol_array(rtol: float | None, dtype) -> jax.Array:
+    if rtol is None:
+        return jnp.asarray(-1.0, dtype)
+    if is_concrete(rtol) and not 0.0 < float(rtol) < 1.0:
+        raise ValueError(f"rtol must lie in (0, 1), got {rtol}")
+    return jnp.asarray(rtol, dtype)
 
 
 def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
-    """:func:`dlr` and the numerical rank r it used, safe inside ``jax.jit``.
+    r"""D_LR and the numerical rank r of the centred outputs it used; safe inside ``jax.jit``.
 
-    Same formula and arguments as :func:`dlr`. On concrete arrays the value checks of :func:`dlr`
-    run; on traced arrays nothing is checked and an undefined D_LR (outputs of zero centred rank,
-    constant features) is NaN, so a jitted training step never raises.
+    .. math::
+        D_{LR} = 1 - \frac{\lVert Q^\top \Phi_c \rVert_F^2}{\lVert \Phi_c^\top \Phi_c \rVert_F\,\sqrt{r}}
+
+    (thesis T Definition 2, Eq. 2.8–2.9; seed 000 Eq. 4). Same arguments as :func:`dlr`. On
+    concrete arrays the value checks of :func:`dlr` run; on traced arrays nothing is checked and an
+    undefined D_LR (outputs of zero centred rank, constant features) is NaN, so a jitted training
+    step never raises. Inputs are rescaled internally by exact powers of two (D_LR is scale
+    invariant), so finite features or outputs of any magnitude give a finite answer.
+
+    Args:
+      features: (n, p) features Φ.
+      outputs: (n, C) outputs F.
+      rtol: relative rank tolerance (see :func:`dlr`).
 
     Returns:
-      :class:`DLR` (value, rank).
+      :class:`DLR` ``(value, rank)``: () D_LR in the inputs' common dtype, () int rank r.
     """
     phi = as_matrix(features, "features", what="(n, p)")
     f = as_matrix(outputs, "outputs", what="(n, C)")
@@ -105,10 +142,9 @@ def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
     if c > n:
         raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
     dtype = common_dtype(phi, f)
-    tol = default_rtol(dtype, c) if rtol is None else rtol
-    value, r, gram_norm = _dlr_arrays(phi.astype(dtype), f.astype(dtype), jnp.asarray(tol, dtype))
-    value = _check_result(value, r, gram_norm, "features", "outputs")
-    return DLR(jnp.where(r > 0, value, jnp.nan), r)
+    res, checks = _dlr_arrays(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype))
+    _raise_if_undefined(res, checks, "features", "outputs")
+    return res
 
 
 def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
@@ -118,42 +154,52 @@ def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
         D_{LR} = 1 - \frac{\lVert Q^\top \Phi_c \rVert_F^2}{\lVert \Phi_c^\top \Phi_c \rVert_F\,\sqrt{r}}
 
     (thesis T Definition 2, Eq. 2.8–2.9; seed 000 Eq. 4), Φ_c, F_c the sample-centred features and
-    outputs, Q an orthonormal basis of col(F_c) of numerical rank r. Lies in [0, 1]; 0 = richest
-    (features span the centred learned functions isotropically). Invariant to the scale of Φ, to
-    orthogonal maps of Φ and to invertible linear maps of F. Cost O(np² + nC²); never forms n×n.
+    outputs, Q an orthonormal basis of col(F_c) of numerical rank r (Householder QR of F_c and the
+    SVD of its small factor: as accurate as LAPACK's SVD on graded output spectra). Lies in [0, 1];
+    0 = richest (features span the centred learned functions isotropically). Invariant to the
+    scale of Φ, to orthogonal maps of Φ and to invertible linear maps of F. Cost O(np² + npC +
+    nC²); never forms n×n; every GEMM at full float32 precision. Works under ``jax.jit``
+    (undefined cases give NaN there); :func:`dlr_with_rank` also returns r.
 
     Args:
       features: (n, p) last-layer features Φ (input of the final linear layer), NumPy or JAX,
-        float32 or float64.
+        float32 or float64 (float16/bfloat16 are upcast to float32; complex is refused).
       outputs: (n, C) network outputs F = f̂(x) on the same n inputs (logits, or softmax
         probabilities: the rank is numerical, so their centred rank C − 1 is detected).
-      rtol: singular values of F_c below ``rtol·s_max`` count as zero, and F_c counts as zero
-        (constant outputs) when ``s_max ≤ rtol·‖F‖_F``; default 100·C·ε of the dtype. Pass a larger
-        value if F was computed in lower precision than its dtype.
+      rtol: singular values s_k of F_c with s_k ≤ ``rtol``·‖F‖₂ count as zero; default
+        2ε(√n + √C) of the dtype (the rounding noise of an n×C matrix). Pass a larger value if F
+        was computed in lower precision than its dtype.
 
     Returns:
       () D_LR in the common dtype of the inputs.
 
     Raises:
-      ValueError: wrong shapes, mismatched n, n < 2, C > n, NaN/inf, outputs of zero centred rank
-        or constant features (value checks only outside ``jit``; under ``jit`` those give NaN).
+      ValueError: wrong shapes, mismatched n, n < 2, C > n, C or p = 0, NaN/inf, complex input,
+        outputs of zero centred rank or constant features (value checks only outside ``jit``;
+        under ``jit`` those give NaN).
     """
     return dlr_with_rank(features, outputs, rtol=rtol).value
 
 
-def dlr_from_moments(stats: Moments, *, n_outputs: int | None = None, rtol: float | None = None):
-    """D_LR from streamed :class:`~metrics.moments.Moments` (same formula as :func:`dlr`).
+def dlr_from_moments(
+    stats: Moments, *, n_outputs: int | None = None, rtol: float | None = None
+) -> jax.Array:
+    """D_LR from :class:`~metrics.moments.Moments` (the same formula as :func:`dlr`).
 
     Args:
       stats: statistics of features Φ and stacked outputs M = [F, …] (see
         :func:`metrics.moments.accumulate_moments`).
       n_outputs: C, the number of leading columns of M that are the network outputs F (the rest,
         e.g. targets, are ignored); default all q columns.
-      rtol: relative singular-value cutoff for the rank of F_c; default 100·C·ε.
+      rtol: relative rank tolerance as in :func:`dlr`; default 2ε(√n + √C).
 
     Returns:
       () D_LR.
     """
+    return _dlr_from_moments(stats, n_outputs, rtol).value
+
+
+def _dlr_from_moments(stats: Moments, n_outputs: int | None, rtol: float | None) -> DLR:
     q = stats.out_mean.shape[0]
     c = q if n_outputs is None else int(n_outputs)
     if not 1 <= c <= q:
@@ -161,19 +207,33 @@ def dlr_from_moments(stats: Moments, *, n_outputs: int | None = None, rtol: floa
     if is_concrete(stats.n) and float(stats.n) < 2:
         raise ValueError(f"need n ≥ 2 samples to centre, got n = {float(stats.n):g}")
     dtype = stats.phi_css.dtype
-    tol = default_rtol(dtype, c) if rtol is None else rtol
-    mask = jnp.asarray(np.arange(q) < c)
-    value, r, gram_norm = _dlr_moments(stats, jnp.asarray(tol, dtype), mask)
-    return _check_result(value, r, gram_norm, "features", "outputs")
+    cols = jnp.asarray(np.arange(q) < c)
+    res, checks = _dlr_stats_jit(stats, cols, _rtol_array(rtol, dtype))
+    _raise_if_undefined(res, checks, "features", "outputs")
+    return res
+
+
+def _pow2_batches(batches: Iterable) -> Iterator[tuple[jax.Array, jax.Array]]:
+    """``(features, outputs)`` batches rescaled by the powers of two fixed by the first batch."""
+    shifts = None
+    for batch in batches:
+        if not isinstance(batch, tuple | list) or len(batch) != 2:
+            raise ValueError(
+                "dlr_streaming batches must be tuples (features (B, p), outputs (B, C))"
+            )
+        phi, f = (as_float(x, name) for x, name in zip(batch, ("features", "outputs"), strict=True))
+        if shifts is None:
+            shifts = [int(np.frexp(float(jnp.max(jnp.abs(x), initial=0.0)))[1]) for x in (phi, f)]
+        yield jnp.ldexp(phi, -shifts[0]), jnp.ldexp(f, -shifts[1])
 
 
 def dlr_streaming(batches: Iterable, *, rtol: float | None = None) -> jax.Array:
     """D_LR of a sample given as an iterator of ``(features, outputs)`` batches.
 
-    Accumulates Φ_cᵀΦ_c (p×p), Φ_cᵀF_c (p×C), the means and a C×C factor of F_c
-    (:func:`metrics.moments.accumulate_moments`): memory O(p² + pC + C²) whatever n. Same value as
-    :func:`dlr` on the concatenated sample up to round-off (float32 error bound in
-    :mod:`metrics.moments`).
+    Accumulates Φ_cᵀΦ_c (p×p), the means, the triangular factor of F_c and the features in its
+    basis (:func:`metrics.moments.accumulate_moments`): memory O(p² + pC + C²) whatever n. The
+    same formula as :func:`dlr`, which it matches to round-off. Batches are rescaled by powers of
+    two fixed on the first batch (exact), so large-magnitude data do not overflow the Gram.
 
     Args:
       batches: iterable of tuples ``(features (B, p), outputs (B, C))``.
@@ -182,4 +242,4 @@ def dlr_streaming(batches: Iterable, *, rtol: float | None = None) -> jax.Array:
     Returns:
       () D_LR.
     """
-    return dlr_from_moments(accumulate_moments(batches), rtol=rtol)
+    return dlr_from_moments(accumulate_moments(_pow2_batches(batches)), rtol=rtol)

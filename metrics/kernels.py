@@ -13,14 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from metrics._numerics import centre
 from metrics._validate import as_matrix, common_dtype, is_concrete, same_n
-from metrics.moments import _centre
 
 
 @jax.jit
 def _linear_cka(a: jax.Array, b: jax.Array) -> jax.Array:
-    _, a_c = _centre(a)
-    _, b_c = _centre(b)
+    _, a_c = centre(a)
+    _, b_c = centre(b)
     cross = jnp.linalg.norm(a_c.T @ b_c) ** 2
     return cross / (jnp.linalg.norm(a_c.T @ a_c) * jnp.linalg.norm(b_c.T @ b_c))
 

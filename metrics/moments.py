@@ -7,15 +7,21 @@ statistics, so arrays and iterators of batches go through the same formulas.
   parallel update of Chan, Golub & LeVeque (1979):
   ``S = S_a + S_b + (n_a n_b / n) δ δᵀ`` with ``δ = μ_b − μ_a``. Uncentred accumulation would lose
   ``(|μ|/σ)²·ε`` relative accuracy on post-ReLU features, whose mean is large against their spread.
-* The centred outputs M_c (n×q) are kept as a q×q factor ``G = diag(s) Vᵀ`` with ``M_c = U G`` for
-  some U with orthonormal columns, i.e. their SVD without U. Batches are merged by factoring the
-  stack ``[G_a; G_b; √(n_a n_b/n) δ_Mᵀ]``, whose Gram is that of the union (pairwise, in a binary
-  tree, when streaming, so round-off grows like log of the number of batches). Each factor comes from
-  two Rayleigh–Ritz passes (:func:`_rayleigh_ritz`): GEMMs plus two q×q ``eigh``, because XLA's
-  CPU QR/SVD of a tall matrix is 10–100× slower than a GEMM of the same size. Numerical ranks are
-  read off singular values accurate to a few ε·s₁ for typical spectra (≤ 3ε on random softmax
-  outputs), up to ~5·10²ε·s₁ for strongly graded ones (s_{q−1}/s₁ ~ 10⁻¹¹, measured in
-  ``tests/metrics/test_moments.py``), against √ε·s₁ from one eigendecomposition of M_cᵀM_c.
+* The centred outputs M_c (n×q) are kept in **factored form**, a thin QR ``M_c = U G`` (Householder,
+  LAPACK ``geqrf``) without U: the q×q triangular factor G and the features in that orthonormal
+  basis, ``A = UᵀΦ_c`` (q×p). Two samples merge by a QR of the small stack (TSQR, Demmel et al.
+  2012): with ``w = n_a n_b/n`` and ``δ`` the difference of the means,
+  ``[G_a; G_b; √w δ_Mᵀ] = Q_s G`` and ``A = Q_sᵀ [A_a; A_b; √w δ_Φᵀ]``, because the union's
+  centred outputs are ``[U_a 0 z; 0 U_b z] [G_a; G_b; √w δ_Mᵀ]`` with the unit vector
+  z ∝ (−n_b 1_a, n_a 1_b) ⟂ U_a, U_b, whose inner product with the union's centred features is
+  ``√w δ_Φᵀ``. Everything is orthogonal transformations: the orthonormal basis of col(M_c) and its
+  numerical rank come out as accurately as from LAPACK's SVD of the tall matrix (null singular
+  values ≈ ε·s₁), whatever the output spectrum, and Householder QR's column-wise backward error
+  keeps graded (badly scaled) output columns exact. The same route serves in-memory arrays (one
+  batch), moments and streams, so all three D_LR paths agree to round-off.
+* Optionally (``feature_factor=True``) the uncentred features are kept as a p×p triangular factor
+  R with ``ΦᵀΦ = RᵀR`` (TSQR again: merge by the QR of ``[R_a; R_b]``), which resolves the
+  Nyström eigenvalues to ε·s₁ instead of ε·s₁² (:mod:`metrics.decomposition`).
 
 Float32 error bound. Per batch of size B the centred Gram ``Φ_cᵀΦ_c`` is a GEMM with entrywise error
 ``≤ γ_B |Φ_c|ᵀ|Φ_c|`` (``γ_k = kε/(1 − kε)``, Higham 2002, Eq. 3.13); merging n/B batches adds
@@ -23,17 +29,19 @@ Float32 error bound. Per batch of size B the centred Gram ``Φ_cᵀΦ_c`` is a G
 ``|ΔS| ≤ γ_{B + n/B + 2} |Φ_c|ᵀ|Φ_c|`` entrywise (worst case, smallest for B ≈ √n; the observed
 error grows like ``√(B + n/B)·ε``). For n = 10⁶, B = 10³ in float32 this is ≤ 2.4·10⁻⁴ worst case;
 ``tests/metrics/test_moments.py`` measures the error against a float64 reference and checks it
-against this bound. Accumulate in float64 (cast the batches) when that is not enough.
+against this bound. Every GEMM requests full float32 precision (:mod:`metrics._numerics`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from metrics._numerics import centre, mm
 from metrics._validate import as_matrix, common_dtype, same_n
 
 
@@ -45,10 +53,12 @@ class Moments(NamedTuple):
       phi_mean: (p,) μ = (1/n) Σ_x Φ(x).
       phi_css: (p, p) centred sum of squares Σ_x (Φ(x) − μ)(Φ(x) − μ)ᵀ = Φ_cᵀΦ_c.
       out_mean: (q,) ν = (1/n) Σ_x M(x).
-      cross: (p, q) centred cross products Φ_cᵀ M_c.
-      out_factor: (q, q) G = diag(s) Vᵀ with M_c = U G, U orthonormal (n×q): s (decreasing) and V
-        are the singular values and right singular vectors of the centred outputs, so
-        GᵀG = M_cᵀM_c without the squared round-off of that Gram matrix.
+      cross: (p, q) centred cross products Φ_cᵀ M_c (= out_projᵀ out_factor).
+      out_factor: (q, q) upper-triangular G with M_c = U G, U (n×q) with orthonormal columns
+        (thin QR of the centred outputs), so GᵀG = M_cᵀM_c without squaring its condition number.
+      out_proj: (q, p) A = UᵀΦ_c, the centred features in that orthonormal basis.
+      phi_factor: (p, p) upper-triangular R with ΦᵀΦ = RᵀR (uncentred), or None unless requested
+        (``feature_factor=True``).
     """
 
     n: jax.Array
@@ -57,88 +67,52 @@ class Moments(NamedTuple):
     out_mean: jax.Array
     cross: jax.Array
     out_factor: jax.Array
+    out_proj: jax.Array
+    phi_factor: jax.Array | None = None
 
 
-def _centre(x: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Column mean and centred copy, with one refinement pass (removes the mean's round-off)."""
-    mu = jnp.mean(x, axis=0)
-    xc = x - mu
-    mu = mu + jnp.mean(xc, axis=0)
-    return mu, x - mu
+def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
+    """``x`` with zero rows appended up to ``rows`` (a thin QR needs at least as many rows as columns)."""
+    return jnp.pad(x, ((0, max(rows - x.shape[0], 0)), (0, 0)))
 
 
-def _rayleigh_ritz(a: jax.Array, passes: int = 2) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """(Z, s, V): the SVD A = (Z/s) diag(s) Vᵀ of an m×q matrix by GEMMs and q×q ``eigh``.
-
-    Iterated Rayleigh–Ritz: each pass diagonalises ZᵀZ and rotates Z ← Z W, V ← V W. One pass
-    gives the singular values only to √ε·s₁ (the Gram squares them); the second works on an almost
-    orthogonal Z, whose Gram entries carry relative error ε, which fixes the large singular
-    values. ``eigh``'s absolute error ε·s₁² still mixes the columns of small singular values with
-    each other (error ε·s₁²/s_k for s_k ≪ s₁), so a last pass rotates only the columns with
-    s_k ≤ √ε·s₁ among themselves, with their own Gram (scale s_k²). The singular values, and the
-    round-off floor of an exactly rank-deficient A, then come out at a few ε·s₁, as from a tall
-    SVD, at GEMM speed. s is decreasing; Z = A V has orthogonal columns of norms s.
-    """
-    q = a.shape[1]
-    z, v = a, jnp.eye(q, dtype=a.dtype)
-    for _ in range(passes):
-        _, w = jnp.linalg.eigh(z.T @ z)
-        z, v = z @ w[:, ::-1], v @ w[:, ::-1]  # decreasing eigenvalues
-    s = jnp.linalg.norm(z, axis=0)
-    small = s <= jnp.sqrt(jnp.finfo(a.dtype).eps) * jnp.max(s)
-    block = small[:, None] & small[None, :]
-    c = jnp.where(block, z.T @ z, 0.0)
-    # the large coordinates get eigenvalue −(trace + tiny) < every small one: eigh keeps them apart
-    shift = jnp.trace(c) + jnp.finfo(a.dtype).tiny
-    _, w = jnp.linalg.eigh(c - jnp.diag(jnp.where(small, 0.0, shift)))
-    w = jnp.where(block, w, jnp.eye(q, dtype=a.dtype))  # large columns first in both orders
-    z, v = z @ w, v @ w
-    s = jnp.linalg.norm(z, axis=0)
-    order = jnp.argsort(-s)
-    return z[:, order], s[order], v[:, order]
+def _tall_qr(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(R, Qᵀb) for the thin QR a = QR of an m×k ``a`` (R is k×k even when m < k)."""
+    k = a.shape[1]
+    q, r = jnp.linalg.qr(_pad_rows(a, k))
+    return r, mm(q.T, _pad_rows(b, k))
 
 
-def _factor(a: jax.Array) -> jax.Array:
-    """(q, q) G = diag(s) Vᵀ with GᵀG = AᵀA (see :class:`Moments`), for any m×q A."""
-    if a.shape[1] == 0:
-        return jnp.zeros((0, 0), a.dtype)
-    _, s, v = _rayleigh_ritz(a)
-    return s[:, None] * v.T
+def _r_factor(a: jax.Array) -> jax.Array:
+    """k×k triangular R with AᵀA = RᵀR for any m×k ``a``."""
+    return jnp.linalg.qr(_pad_rows(a, a.shape[1]), mode="r")
 
 
-@jax.jit
-def _batch_moments(phi: jax.Array, out: jax.Array) -> Moments:
-    mu, phi_c = _centre(phi)
-    nu, out_c = _centre(out)
-    n = jnp.asarray(phi.shape[0], phi.dtype)
-    return Moments(n, mu, phi_c.T @ phi_c, nu, phi_c.T @ out_c, _factor(out_c))
-
-
-def _merge_sums(a: Moments, b: Moments) -> tuple[Moments, jax.Array]:
-    """(Union statistics with ``out_factor`` left as a's, the stack whose factor is the union's)."""
-    n = a.n + b.n
-    w = a.n * b.n / n
-    d_phi = b.phi_mean - a.phi_mean
-    d_out = b.out_mean - a.out_mean
-    merged = Moments(
-        n=n,
-        phi_mean=a.phi_mean + (b.n / n) * d_phi,
-        phi_css=a.phi_css + b.phi_css + w * jnp.outer(d_phi, d_phi),
-        out_mean=a.out_mean + (b.n / n) * d_out,
-        cross=a.cross + b.cross + w * jnp.outer(d_phi, d_out),
-        out_factor=a.out_factor,
+@partial(jax.jit, static_argnames="feature_factor")
+def _batch_moments(phi: jax.Array, out: jax.Array, feature_factor: bool = False) -> Moments:
+    mu, phi_c = centre(phi)
+    nu, out_c = centre(out)
+    g, a = _tall_qr(out_c, phi_c)
+    return Moments(
+        n=jnp.asarray(phi.shape[0], phi.dtype),
+        phi_mean=mu,
+        phi_css=mm(phi_c.T, phi_c),
+        out_mean=nu,
+        cross=mm(a.T, g),
+        out_factor=g,
+        out_proj=a,
+        phi_factor=_r_factor(phi) if feature_factor else None,
     )
-    stack = jnp.concatenate([a.out_factor, b.out_factor, jnp.sqrt(w) * d_out[None, :]], axis=0)
-    return merged, stack
 
 
 @jax.jit
 def merge_moments(a: Moments, b: Moments) -> Moments:
-    """Statistics of the union of two disjoint samples (Chan–Golub–LeVeque update).
+    """Statistics of the union of two disjoint samples (Chan–Golub–LeVeque update and TSQR).
 
-    ``S = S_a + S_b + (n_a n_b / n) δ_Φ δ_Φᵀ``, ``K = K_a + K_b + (n_a n_b / n) δ_Φ δ_Mᵀ`` and the
-    output factor G of the stack ``[G_a; G_b; √(n_a n_b / n) δ_Mᵀ]`` (same Gram as the union's
-    centred outputs), with δ = mean_b − mean_a.
+    ``S = S_a + S_b + w δ_Φ δ_Φᵀ``, ``K = K_a + K_b + w δ_Φ δ_Mᵀ`` with ``w = n_a n_b / n`` and
+    δ = mean_b − mean_a; the output factor and projection from the QR
+    ``[G_a; G_b; √w δ_Mᵀ] = Q_s G``, ``A = Q_sᵀ [A_a; A_b; √w δ_Φᵀ]`` (module docstring); the
+    feature factor, when both have one, from the QR of ``[R_a; R_b]``.
 
     Args:
       a, b: :class:`Moments` of two samples with the same p and q.
@@ -146,25 +120,25 @@ def merge_moments(a: Moments, b: Moments) -> Moments:
     Returns:
       :class:`Moments` of both samples together.
     """
-    merged, stack = _merge_sums(a, b)
-    return merged._replace(out_factor=_factor(stack))
-
-
-def _outputs_only(m: Moments) -> Moments:
-    """The output statistics of ``m`` as Moments of p = 0 features (for the merge tree)."""
-    dtype = m.phi_mean.dtype
-    q = m.out_mean.shape[0]
-    empty = jnp.zeros((0,), dtype)
-    return Moments(
-        m.n, empty, jnp.zeros((0, 0), dtype), m.out_mean, jnp.zeros((0, q), dtype), m.out_factor
+    n = a.n + b.n
+    w = a.n * b.n / n
+    d_phi = b.phi_mean - a.phi_mean
+    d_out = b.out_mean - a.out_mean
+    g, proj = _tall_qr(
+        jnp.concatenate([a.out_factor, b.out_factor, jnp.sqrt(w) * d_out[None, :]], axis=0),
+        jnp.concatenate([a.out_proj, b.out_proj, jnp.sqrt(w) * d_phi[None, :]], axis=0),
     )
-
-
-@jax.jit
-def _absorb(total: Moments, phi: jax.Array, out: jax.Array) -> tuple[Moments, Moments]:
-    """(total ∪ batch without refactoring the outputs, the batch's output statistics)."""
-    b = _batch_moments(phi, out)
-    return _merge_sums(total, b)[0], _outputs_only(b)
+    both = a.phi_factor is not None and b.phi_factor is not None
+    return Moments(
+        n=n,
+        phi_mean=a.phi_mean + (b.n / n) * d_phi,
+        phi_css=a.phi_css + b.phi_css + w * jnp.outer(d_phi, d_phi),
+        out_mean=a.out_mean + (b.n / n) * d_out,
+        cross=a.cross + b.cross + w * jnp.outer(d_phi, d_out),
+        out_factor=g,
+        out_proj=proj,
+        phi_factor=_r_factor(jnp.concatenate([a.phi_factor, b.phi_factor])) if both else None,
+    )
 
 
 def _prepare(features, outputs) -> tuple[jax.Array, jax.Array]:
@@ -185,32 +159,38 @@ def _prepare(features, outputs) -> tuple[jax.Array, jax.Array]:
     return phi, out
 
 
-def moments(features, *outputs) -> Moments:
+def moments(features, *outputs, feature_factor: bool = False) -> Moments:
     """Sufficient statistics of one in-memory sample (see :class:`Moments`).
 
+    Cost O(np² + npq + nq²); all GEMMs at full float32 precision.
+
     Args:
-      features: (n, p) features Φ (NumPy or JAX, float32/float64).
+      features: (n, p) features Φ (NumPy or JAX, float32/float64; float16/bfloat16 are upcast to
+        float32; complex is refused).
       *outputs: any number of (n, q_i) arrays (e.g. network outputs F, targets Y), stacked
         column-wise into M = [F, Y, ...] (n, q). None for features only.
+      feature_factor: also compute the p×p factor R of ΦᵀΦ (one more QR, O(np²)), needed by the
+        feature decomposition.
 
     Returns:
       :class:`Moments` in the common dtype of the inputs.
     """
-    return _batch_moments(*_prepare(features, outputs))
+    return _batch_moments(*_prepare(features, outputs), feature_factor=feature_factor)
 
 
-def accumulate_moments(batches: Iterable) -> Moments:
+def accumulate_moments(batches: Iterable, *, feature_factor: bool = False) -> Moments:
     """Sufficient statistics of a sample streamed as an iterator of batches.
 
-    Memory is O(p² + pq + q² log(n/B)) whatever the number of samples n: the feature statistics
-    are merged batch by batch (:func:`merge_moments`), the q×q output factors pairwise in a binary
-    tree, so the round-off floor of rank-deficient outputs (e.g. softmax, centred rank q − 1) grows
-    like log₂ of the number of batches, not linearly (measured in float32: 4ε vs 25ε·s₁ after
-    10³ batches). Batches are cast to the dtype of the first. Error bound: module docstring.
+    Memory is O(p² + pq + q²) whatever the number of samples n: each batch is reduced to its
+    :class:`Moments` and merged into the running total (:func:`merge_moments`). The output factor's
+    round-off floor grows slowly with the number of merges (measured in float32: ≈ 1ε·s₁ for one
+    batch, ≤ 4ε·s₁ after 10³ batches), far below the rank tolerance. Batches are cast to the dtype of
+    the first. Error bound: module docstring.
 
     Args:
       batches: iterable of ``features`` arrays (B, p) or tuples ``(features, outputs, ...)`` with
         (B, q_i) outputs, as for :func:`moments`. Batch sizes may differ.
+      feature_factor: as in :func:`moments`.
 
     Returns:
       :class:`Moments` of all batches together.
@@ -218,14 +198,11 @@ def accumulate_moments(batches: Iterable) -> Moments:
     Raises:
       ValueError: if ``batches`` is empty or the batches disagree in p or q.
     """
-    total, tree = None, []
+    total = None
     for i, batch in enumerate(batches):
         parts = batch if isinstance(batch, tuple | list) else (batch,)
         phi, out = _prepare(parts[0], parts[1:])
-        if total is None:
-            total = _batch_moments(phi, out)
-            leaf = _outputs_only(total)
-        else:
+        if total is not None:
             if phi.shape[1] != total.phi_mean.shape[0] or out.shape[1] != total.out_mean.shape[0]:
                 raise ValueError(
                     f"batch {i} has features/outputs widths (p, q) = "
@@ -233,15 +210,9 @@ def accumulate_moments(batches: Iterable) -> Moments:
                     "first batch"
                 )
             dtype = total.phi_mean.dtype
-            total, leaf = _absorb(total, phi.astype(dtype), out.astype(dtype))
-        # output factors merge pairwise (binary counter): round-off floor ∝ log(#batches), not #
-        level = 0
-        while tree and tree[-1][0] == level:
-            leaf, level = merge_moments(tree.pop()[1], leaf), level + 1
-        tree.append((level, leaf))
+            phi, out = phi.astype(dtype), out.astype(dtype)
+        b = _batch_moments(phi, out, feature_factor=feature_factor)
+        total = b if total is None else merge_moments(total, b)
     if total is None:
         raise ValueError("batches is empty: need at least one batch of samples")
-    out_stats = tree.pop()[1]
-    while tree:
-        out_stats = merge_moments(tree.pop()[1], out_stats)
-    return total._replace(out_factor=out_stats.out_factor)
+    return total
