@@ -1,9 +1,19 @@
-"""Flax models and optax training with the lazy/rich knobs."""
+"""Flax models and optax training with the lazy/rich knobs.
 
+One trainer: :func:`nets.step.step` is the pure training step; :func:`train` runs it for one
+model with logging and checkpoints, :func:`train_many` for a stack of runs (seeds × traced
+hyper-parameters) as one ``jax.vmap``-ed program.
+"""
+
+from nets.config import HParams, TrainConfig, hparams
 from nets.data import Dataset, load_digits
+from nets.evaluate import evaluate
+from nets.history import History, TrainingDiverged
 from nets.knobs import as_regression, balance_layers, encode_labels, scale_weights, shuffle_labels
+from nets.loop import train
 from nets.models import MLP, MODELS, VGG16, LeNet5, ResNet18, Transformer, get_model
-from nets.train import History, TrainConfig, TrainingDiverged, TrainState, evaluate, train
+from nets.step import TrainState
+from nets.sweep import train_many
 
 __all__ = [
     "MLP",
@@ -14,6 +24,7 @@ __all__ = [
     "Transformer",
     "get_model",
     "Dataset",
+    "HParams",
     "History",
     "TrainConfig",
     "TrainState",
@@ -22,8 +33,10 @@ __all__ = [
     "balance_layers",
     "encode_labels",
     "evaluate",
+    "hparams",
     "load_digits",
     "scale_weights",
     "shuffle_labels",
     "train",
+    "train_many",
 ]

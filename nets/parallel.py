@@ -21,8 +21,8 @@ Every process holds the full (small) dataset and draws the same permutation from
 so each process feeds identical global index arrays and jax shards them; checkpoints are written
 by orbax collectively into a shared ``run_dir``.
 
-**Seeds.** :func:`train_seeds` trains S independently initialised copies of a small model at once
-with ``jax.vmap`` over the stacked training states (one compilation, one scan).
+**Seeds.** :func:`train_seeds` trains S independently initialised copies of a small model at once:
+it is :func:`nets.sweep.train_many` (a ``jax.vmap`` of the one training step) over seeds.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from nets.data.base import Dataset, validate
-from nets.train import TrainConfig, _build_program, _forward_chunks, _loss_acc, split_model
+from nets.config import TrainConfig
+from nets.data.base import Dataset
+from nets.evaluate import evaluate
+from nets.sweep import train_many
 
 
 def data_mesh(devices: Sequence[jax.Device] | None = None) -> jax.sharding.Mesh:
@@ -55,8 +56,8 @@ def train_seeds(
     """Train one model per seed with ``jax.vmap`` (same data, per-seed init, order and augmentation).
 
     Seed i is the run ``train(make_model(nnx.Rngs(init_seeds[i])), data, config, key=keys[i])``
-    of :func:`nets.train.train`, up to floating-point reassociation under ``vmap``; no
-    intermediate logging.
+    of :func:`nets.train`, up to floating-point reassociation under ``vmap``; no intermediate
+    logging.
 
     Args:
       make_model: builds the model from ``nnx.Rngs``.
@@ -67,52 +68,25 @@ def train_seeds(
 
     Returns:
       (S trained models in eval mode, final ``{"train_loss", "test_loss", "train_acc",
-      "test_acc"}`` arrays of shape (S,)).
+      "test_acc"}`` arrays of shape (S,) on the full train and test sets).
+
+    Raises:
+      FloatingPointError: a seed's training loss became non-finite (a
+        :class:`nets.TrainingDiverged`).
     """
-    config.validate()
-    validate(data)
     if len(keys) != len(init_seeds):
         raise ValueError(f"keys has {len(keys)} entries but init_seeds {len(init_seeds)}")
-    n, batch = len(data.x_train), config.batch_size
-    if batch > n:
-        raise ValueError(f"batch_size={batch} exceeds the {n} training examples")
-    spe = n // batch
-    total = config.steps if config.steps is not None else config.epochs * spe
-    splits = [split_model(make_model(nnx.Rngs(s)), config) for s in init_seeds]
-    gd_train, gd_eval = splits[0][0], splits[0][1]
-    state = jax.tree.map(lambda *a: jnp.stack(a), *[s[2] for s in splits])
-    prog = _build_program(gd_train, gd_eval, config, data.num_classes, spe, total, None)
-    state = state._replace(opt_state=jax.vmap(prog.tx.init)(state.trainable))
-    pairs = jax.vmap(jax.random.split)(keys)
-    data_keys, aug_keys = pairs[:, 0], pairs[:, 1]
-    perm_fn = jax.jit(
-        jax.vmap(
-            lambda k, e: (
-                jax.random.permutation(jax.random.fold_in(k, e), n)[: spe * batch]
-                .reshape(spe, batch)
-                .astype(jnp.int32)
-            ),
-            in_axes=(0, None),
-        )
+    models = [make_model(nnx.Rngs(s)) for s in init_seeds]
+    spe = len(data.x_train) // max(config.batch_size, 1)
+    total = config.total_steps(spe)
+    trained, histories = train_many(
+        models, data, [config] * len(models), keys, log_every=max(total, 1), metrics={}
     )
-    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
-    step = 0
-    while step < total:
-        epoch = step // spe
-        length = min(spe, total - step)
-        idx = perm_fn(data_keys, epoch)[:, :length]
-        steps = jnp.arange(step, step + length, dtype=jnp.int32)
-        state, losses = prog.run_seeds(state, x, y, idx, steps, aug_keys)
-        if not np.all(np.isfinite(np.asarray(losses))):
-            raise FloatingPointError(f"training loss became non-finite before step {step + length}")
-        step += length
-    models, finals = [], {}
-    for i in range(len(init_seeds)):
-        st = jax.tree.map(lambda a, i=i: a[i], state)
-        models.append(nnx.merge(gd_eval, st.trainable, st.rest))
-        for split in ("train", "test"):
-            xs, ys = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
-            _, outs = _forward_chunks(prog.forward, st, xs)
-            for k, v in _loss_acc(split, np.asarray(outs), ys, config, data).items():
-                finals.setdefault(k, []).append(v)
-    return models, {k: np.asarray(v) for k, v in finals.items()}
+    for h in histories:
+        if h.diverged is not None:
+            raise h.diverged
+    finals: dict[str, list] = {}
+    for model in trained:
+        for k, v in evaluate(model, data, config).items():
+            finals.setdefault(k, []).append(v)
+    return trained, {k: np.asarray(v) for k, v in finals.items()}

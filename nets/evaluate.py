@@ -1,0 +1,145 @@
+"""Evaluation on device: features, outputs, loss, accuracy and metrics of a training state.
+
+Everything a log point needs is one jitted function of the state (:func:`log_values`): the
+forward pass over the fixed fit/eval subsets in chunks, the loss as trained
+(:func:`nets.step.loss_value`), the accuracy (:func:`nets.losses.accuracy`) and the metrics
+(default D_LR, :func:`metrics.dlr_with_rank`), so a log point costs one dispatch and one small
+device-to-host copy. Loss and accuracy are accumulated in the widest enabled float
+(``jnp.result_type(float)``: float64 under x64).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+import metrics
+from nets.config import TrainConfig
+from nets.data.base import Dataset, validate
+from nets.losses import accuracy
+from nets.step import Program, TrainState, build, forward, loss_value
+
+EVAL_CHUNK = 1024  # rows per forward call: bounds activation memory of the conv nets
+
+if not hasattr(metrics, "dlr_with_rank"):  # nets needs the project's metrics package, no fallback
+    raise ImportError(
+        f"'import metrics' found {getattr(metrics, '__file__', None) or metrics!r}, which is not "
+        "lrrich's metrics package (it has no dlr_with_rank): a module or folder named 'metrics' "
+        "earlier on sys.path shadows it; rename that file or remove its folder from sys.path"
+    )
+
+
+def forward_all(
+    program: Program, state: TrainState, x: jax.Array, hp, chunk: int = EVAL_CHUNK
+) -> tuple[jax.Array, jax.Array]:
+    """Features (n, p) and outputs (n, C) of all n rows of x, ``chunk`` rows at a time (traceable)."""
+    n = x.shape[0]
+    if n <= chunk:
+        return forward(program, state, x, hp)
+    pad = -n % chunk
+    xp = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]) if pad else x
+    blocks = xp.reshape(-1, chunk, *x.shape[1:])
+    feats, outs = jax.lax.map(lambda b: forward(program, state, b, hp), blocks)
+    return feats.reshape(-1, feats.shape[-1])[:n], outs.reshape(-1, outs.shape[-1])[:n]
+
+
+def loss_and_accuracy(program: Program, outputs: jax.Array, y: jax.Array, hp) -> dict:
+    """``{"loss"}`` as trained, plus ``"acc"`` for integer labels; in the widest enabled float."""
+    wide = jnp.result_type(float)
+    hp_wide = jax.tree.map(lambda a: a.astype(wide), hp)
+    out = {"loss": loss_value(program, outputs.astype(wide), y, hp_wide)}
+    if jnp.issubdtype(y.dtype, jnp.integer):
+        out["acc"] = accuracy(outputs, y)
+    return out
+
+
+def default_metric(features: jax.Array, outputs: jax.Array):
+    """D_LR with the rank it used (:func:`metrics.dlr_with_rank`; NaN when undefined)."""
+    return metrics.dlr_with_rank(features, outputs)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5, 6))
+def log_values(
+    program: Program,
+    state: TrainState,
+    hp,
+    fit: tuple[jax.Array, jax.Array],
+    held: tuple[jax.Array, jax.Array],
+    metric_fns: tuple[tuple[str, Callable], ...],
+    chunk: int = EVAL_CHUNK,
+) -> dict:
+    """Loss, accuracy and the traceable metrics on the fit (train) and held-out (test) subsets.
+
+    Args:
+      program, state, hp: the run (see :mod:`nets.step`).
+      fit, held: (x, y) of the fixed train and test subsets.
+      metric_fns: ``((name, fn(features, outputs)), ...)``, traceable; fn returns a () value or
+        a NamedTuple with ``value`` and ``rank`` (:class:`metrics.DLR`).
+      chunk: rows per forward call.
+
+    Returns:
+      ``{"train_loss", "train_acc", "test_loss", ..., "<name>_train": value,
+      "<name>_train_rank": rank, ...}`` of () device arrays.
+    """
+    out = {}
+    for split, (x, y) in (("train", fit), ("test", held)):
+        feats, outs = forward_all(program, state, x, hp, chunk)
+        out.update({f"{split}_{k}": v for k, v in loss_and_accuracy(program, outs, y, hp).items()})
+        for name, fn in metric_fns:
+            value = fn(feats, outs)
+            if hasattr(value, "rank"):
+                out[f"{name}_{split}_rank"] = value.rank
+                value = value.value
+            out[f"{name}_{split}"] = value
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _features_outputs(program, state, hp, x, chunk):
+    return forward_all(program, state, x, hp, chunk)
+
+
+def features_and_outputs(
+    program: Program, state: TrainState, hp, x: np.ndarray, chunk: int = EVAL_CHUNK
+) -> tuple[jax.Array, jax.Array]:
+    """Jitted :func:`forward_all` (features (n, p), outputs (n, C)) for host-side metrics."""
+    return _features_outputs(program, state, hp, jnp.asarray(x), chunk)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _split_stats(program, state, hp, x, y, chunk):
+    _, outs = forward_all(program, state, x, hp, chunk)
+    return loss_and_accuracy(program, outs, y, hp)
+
+
+def evaluate(model: nnx.Module, data: Dataset, config: TrainConfig | None = None) -> dict:
+    """Loss and accuracy of ``model`` on the full train and test sets of ``data``.
+
+    Args:
+      model: a model following the :mod:`nets` contract.
+      data: the dataset.
+      config: the training config whose loss and scales define the loss (default
+        ``TrainConfig()``); its ``weight_scale`` / ``layer_balance`` are not applied.
+
+    Returns:
+      ``{"train_loss", "test_loss"}`` plus ``"train_acc", "test_acc"`` for classification.
+    """
+    import dataclasses
+
+    config = (config or TrainConfig()).validate()
+    validate(data)
+    config = dataclasses.replace(config, weight_scale=1.0, layer_balance=1.0)
+    program, state, hp = build(
+        model, config, num_classes=data.num_classes, steps_per_epoch=1, total_steps=1
+    )
+    out = {}
+    for split in ("train", "test"):
+        x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
+        stats = _split_stats(program, state, hp, jnp.asarray(x), jnp.asarray(y), EVAL_CHUNK)
+        out.update({f"{split}_{k}": float(v) for k, v in stats.items()})
+    return out

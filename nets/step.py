@@ -1,0 +1,287 @@
+r"""The pure training step: ``Program.init(model) -> state``, ``step(program, state, batch, hp)``.
+
+A :class:`Program` is the static half of a run — the model's structure (``nnx.GraphDef``) and the
+static fields of the config — and is hashable, so it is a static argument of ``jax.jit`` and jax's
+own compilation cache keys the compiled programs: runs that differ only in the traced
+:class:`~nets.config.HParams` (learning rate, momentum, weight decay, scales) reuse one program.
+The training state is a :class:`TrainState` pytree; stacking states and hyper-parameters along a
+leading axis and ``jax.vmap``-ing :func:`run` trains many runs as one program
+(:func:`nets.sweep.train_many`).
+
+Loss (seed 000 §2, App. F.4; T §6.4.3): MSE between ``output_scale · f(input_scale · x)`` and
+``one_hot(y) · target_scale / target_downscale`` (PyTorch ``MSELoss``: mean over examples and
+outputs), or cross-entropy on the same outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from nets import knobs
+from nets.augment import augment_batch
+from nets.config import HParams, TrainConfig, hparams, static_part
+from nets.losses import cross_entropy, mse, targets
+from nets.optim import optimizer, schedule_factor
+
+
+class TrainState(NamedTuple):
+    """The pure training state (a pytree; stackable over runs).
+
+    Attributes:
+      step: () int, optimizer steps taken.
+      trainable: ``nnx.State`` of the parameters being trained.
+      rest: ``nnx.State`` of everything else (frozen parameters, batch statistics, RNG state).
+      opt_state: the optax state of ``trainable``.
+    """
+
+    step: jax.Array
+    trainable: nnx.State
+    rest: nnx.State
+    opt_state: optax.OptState
+
+
+class Batch(NamedTuple):
+    """One minibatch: inputs x (B, ...), labels or targets y (B,) / (B, k), augmentation key."""
+
+    x: jax.Array
+    y: jax.Array
+    key: jax.Array
+
+
+def _trainable_filter(last_layer_only: bool):
+    return nnx.All(nnx.Param, nnx.PathContains("head")) if last_layer_only else nnx.Param
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """The static half of a training run (hashable: a static argument of the jitted functions).
+
+    Attributes:
+      graphdef_train, graphdef_eval: the model structure in training / evaluation mode.
+      config: the static part of the :class:`~nets.config.TrainConfig` (``static_part``).
+      num_classes: C, the width of the one-hot targets.
+      steps_per_epoch: optimizer steps per epoch (the step schedule's clock).
+      total_steps: optimizer steps of the run (the cosine schedule's horizon).
+      mesh: a 1-D ``('data',)`` mesh to shard minibatches over, or None.
+    """
+
+    graphdef_train: Any
+    graphdef_eval: Any
+    config: TrainConfig
+    num_classes: int
+    steps_per_epoch: int
+    total_steps: int
+    mesh: jax.sharding.Mesh | None = None
+
+    def init(self, model: nnx.Module, hp: HParams) -> TrainState:
+        """The initial :class:`TrainState` of ``model`` (already scaled/balanced, see :func:`build`)."""
+        filt = _trainable_filter(self.config.last_layer_only)
+        model.train()
+        _, trainable, rest = nnx.split(model, filt, ...)
+        model.eval()
+        # Fresh buffers: the jitted runner donates its input state.
+        trainable, rest = jax.tree.map(jnp.copy, (trainable, rest))
+        opt_state = _optimizer(self, hp, hp.lr).init(trainable)
+        return TrainState(jnp.asarray(0, jnp.int32), trainable, rest, opt_state)
+
+
+def build(
+    model: nnx.Module,
+    config: TrainConfig,
+    *,
+    num_classes: int,
+    steps_per_epoch: int,
+    total_steps: int,
+    mesh: jax.sharding.Mesh | None = None,
+) -> tuple[Program, TrainState, HParams]:
+    """The :class:`Program`, initial :class:`TrainState` and :class:`HParams` of one run.
+
+    Applies the knobs acting on the initial parameters (``weight_scale``: θ₀ → wθ₀, T Table 6.1;
+    ``layer_balance``: Kunin et al. App. D.3) to a copy of ``model``.
+
+    Args:
+      model: an NNX model with ``features``, ``head`` (not modified).
+      config: the training config.
+      num_classes: C; steps_per_epoch, total_steps: the run's clock; mesh: data-parallel mesh.
+
+    Returns:
+      (program, state, hparams); hparams have the dtype of the trained parameters.
+    """
+    config.validate()
+    if config.weight_scale != 1:
+        model = knobs.scale_weights(model, config.weight_scale)
+    if config.layer_balance != 1:
+        model = knobs.balance_layers(model, config.layer_balance, first=config.balance_first)
+    else:
+        model = nnx.merge(*nnx.split(model))  # a copy: train()/eval() flip flags in place
+    if not hasattr(model, "head"):
+        raise ValueError(f"{type(model).__name__} has no readout attribute 'head'")
+    filt = _trainable_filter(config.last_layer_only)
+    model.eval()
+    gd_eval, trainable, _ = nnx.split(model, filt, ...)
+    model.train()
+    gd_train, _, _ = nnx.split(model, filt, ...)
+    model.eval()
+    leaves = jax.tree.leaves(trainable)
+    if not leaves:
+        raise ValueError(f"{type(model).__name__} has no trainable parameters")
+    dtype = jnp.result_type(*leaves)
+    program = Program(
+        gd_train,
+        gd_eval,
+        static_part(config),
+        int(num_classes),
+        int(steps_per_epoch),
+        int(total_steps),
+        mesh,
+    )
+    hp = hparams(config, dtype)
+    return program, program.init(model, hp), hp
+
+
+def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformation:
+    return optimizer(
+        program.config.optimizer,
+        lr,
+        momentum=hp.momentum,
+        b1=hp.b1,
+        b2=hp.b2,
+        eps=hp.eps,
+        weight_decay=hp.weight_decay,
+    )
+
+
+def learning_rate(program: Program, hp: HParams, step: jax.Array) -> jax.Array:
+    """η(step) = η · schedule factor (:func:`nets.optim.schedule_factor`), traced in η and step."""
+    c = program.config
+    return hp.lr * schedule_factor(
+        c.schedule,
+        step,
+        steps_per_epoch=program.steps_per_epoch,
+        total_steps=program.total_steps,
+        warmup_steps=c.warmup_steps,
+        step_every_epochs=c.step_every_epochs,
+        step_factor=hp.step_factor,
+    ).astype(hp.lr.dtype)
+
+
+def scale_inputs(x: jax.Array, hp: HParams) -> jax.Array:
+    """x → s_in·x for float inputs (token ids are left alone), in x's dtype."""
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return x * hp.input_scale.astype(x.dtype)
+    return x
+
+
+def loss_value(program: Program, outputs: jax.Array, y: jax.Array, hp: HParams) -> jax.Array:
+    r"""The training loss of ``outputs`` (already × s_out): MSE to S·e_y/α, or cross-entropy."""
+    if program.config.loss == "ce":
+        return cross_entropy(outputs, y)
+    scale = (hp.target_scale / hp.target_downscale).astype(outputs.dtype)
+    return mse(outputs, targets(y, program.num_classes, scale))
+
+
+def _compute_cast(program: Program, tree):
+    if program.config.compute_dtype == "float32":
+        return tree
+    low = jnp.dtype(program.config.compute_dtype)
+    return jax.tree.map(
+        lambda a: a.astype(low) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree
+    )
+
+
+def step(
+    program: Program, state: TrainState, batch: Batch, hp: HParams
+) -> tuple[TrainState, jax.Array]:
+    r"""One optimizer step: :math:`\theta \leftarrow \mathrm{opt}(\theta, \nabla_\theta L(\theta; B), \eta(s))`.
+
+    Pure: the new state depends only on the arguments (dropout draws from the RNG state inside
+    ``state.rest``; augmentation from ``batch.key``).
+
+    Args:
+      program: the static half (hashable).
+      state: :class:`TrainState`.
+      batch: :class:`Batch`.
+      hp: :class:`~nets.config.HParams` (traced).
+
+    Returns:
+      (new state, () minibatch loss before the update).
+    """
+    xb, yb = batch.x, batch.y
+    if program.mesh is not None:
+        shard = jax.sharding.NamedSharding(program.mesh, jax.sharding.PartitionSpec("data"))
+        xb = jax.lax.with_sharding_constraint(xb, shard)
+        yb = jax.lax.with_sharding_constraint(yb, shard)
+    filt = _trainable_filter(program.config.last_layer_only)
+
+    def loss_fn(trainable, rest):
+        model = nnx.merge(
+            program.graphdef_train, _compute_cast(program, trainable), rest, copy=True
+        )
+        x = scale_inputs(augment_batch(program.config.augment, xb, batch.key), hp)
+        outputs = model(_compute_cast(program, x)).astype(hp.output_scale.dtype)
+        _, _, new_rest = nnx.split(model, filt, ...)
+        new_rest = jax.tree.map(lambda new, old: new.astype(old.dtype), new_rest, rest)
+        return loss_value(program, hp.output_scale * outputs, yb, hp), new_rest
+
+    (loss, rest), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.trainable, state.rest)
+    tx = _optimizer(program, hp, learning_rate(program, hp, state.step))
+    updates, opt_state = tx.update(grads, state.opt_state, state.trainable)
+    trainable = optax.apply_updates(state.trainable, updates)
+    return TrainState(state.step + 1, trainable, rest, opt_state), loss
+
+
+def run(
+    program: Program,
+    state: TrainState,
+    x: jax.Array,
+    y: jax.Array,
+    idx: jax.Array,
+    aug_key: jax.Array,
+    hp: HParams,
+) -> tuple[TrainState, jax.Array]:
+    """``len(idx)`` steps as one ``lax.scan``: minibatch j is ``(x[idx[j]], y[idx[j]])``.
+
+    Args:
+      program: the static half; state: :class:`TrainState`; x, y: the training set on device;
+      idx: (L, B) int minibatch indices; aug_key: the run's augmentation key (step s uses
+        ``fold_in(aug_key, s)``); hp: :class:`~nets.config.HParams`.
+
+    Returns:
+      (state after L steps, (L,) minibatch losses).
+    """
+
+    def body(st, i):
+        batch = Batch(x[i], y[i], jax.random.fold_in(aug_key, st.step))
+        return step(program, st, batch, hp)
+
+    return jax.lax.scan(body, state, idx)
+
+
+def forward(
+    program: Program, state: TrainState, x: jax.Array, hp: HParams
+) -> tuple[jax.Array, jax.Array]:
+    """(features Φ(s_in·x) (n, p), outputs s_out·f(s_in·x) (n, C)) in evaluation mode."""
+    model = nnx.merge(program.graphdef_eval, state.trainable, state.rest)
+    feats = model.features(scale_inputs(x, hp))
+    return feats, hp.output_scale.astype(feats.dtype) * model.head(feats)
+
+
+# The compiled entry points: ``program`` is static (jax's cache keys on it), the state donated.
+run_jit = jax.jit(run, static_argnums=0, donate_argnums=1)
+run_many = jax.jit(
+    jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=0, donate_argnums=1
+)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def epoch_order(key: jax.Array, n: int, steps_per_epoch: int, batch: int) -> jax.Array:
+    """(spe, B) int32 minibatch indices of one epoch: the first spe·B of a permutation of n."""
+    perm = jax.random.permutation(key, n)[: steps_per_epoch * batch]
+    return perm.reshape(steps_per_epoch, batch).astype(jnp.int32)

@@ -1,0 +1,224 @@
+"""The pure step with traced hyper-parameters: no recompilation, vmapped sweeps, NaN metrics."""
+
+import dataclasses
+import math
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from nets import MLP, TrainConfig, TrainingDiverged, evaluate, load_digits, train, train_many
+from nets.data import Dataset
+from nets.loop import record_values
+from nets.optim import learning_rate_schedule
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@pytest.fixture(scope="module")
+def small():
+    d = load_digits()
+    return d._replace(x_train=d.x_train[:384], y_train=d.y_train[:384])
+
+
+def _mlp(seed=0, hidden=(16,)):
+    return MLP(64, hidden, 10, rngs=nnx.Rngs(seed))
+
+
+class _Compiles:
+    """Counts XLA backend compilations while active."""
+
+    def __init__(self):
+        self.count, self.active = 0, False
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, name, _duration, **_kw):
+        if self.active and name == BACKEND_COMPILE:
+            self.count += 1
+
+
+_COMPILES = _Compiles()
+
+
+def test_new_lr_weight_decay_target_scale_reuse_the_compiled_program(small):
+    cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2, schedule="step")
+    kw = dict(log_every=6, progress=False)
+    train(_mlp(0), small, cfg, key=jax.random.key(0), **kw)  # compiles
+    _COMPILES.active = True
+    try:
+        for change in (
+            dict(lr=0.2),
+            dict(weight_decay=1e-3),
+            dict(target_scale=3.0, target_downscale=2.0),
+            dict(momentum=0.5, output_scale=2.0, input_scale=0.5, step_factor=0.5),
+        ):
+            _COMPILES.count = 0
+            new = dataclasses.replace(cfg, **change)
+            train(_mlp(1), small, new, key=jax.random.key(1), **kw)
+            assert _COMPILES.count == 0, f"{change} recompiled {_COMPILES.count} programs"
+    finally:
+        _COMPILES.active = False
+
+
+def _leaves(model):
+    return [np.asarray(a) for a in jax.tree.leaves(nnx.state(model, nnx.Param))]
+
+
+def test_train_many_equals_sequential_train_per_run(small):
+    """4 runs (2 seeds × 2 learning rates) vmapped = 4 separate ``train`` calls, to float32."""
+    base = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2, weight_decay=1e-4)
+    runs = [(s, lr) for s in (0, 1) for lr in (0.02, 0.1)]
+    configs = [dataclasses.replace(base, lr=lr) for _, lr in runs]
+    keys = [jax.random.key(10 + s) for s, _ in runs]
+    models, hists = train_many(
+        [_mlp(s) for s, _ in runs], small, configs, keys, log_every=6, eval_size=100
+    )
+    for i, (s, _) in enumerate(runs):
+        ref, ref_hist = train(
+            _mlp(s), small, configs[i], key=keys[i], log_every=6, eval_size=100, progress=False
+        )
+        for a, b in zip(_leaves(ref), _leaves(models[i]), strict=True):
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)
+        assert [r["step"] for r in hists[i].records] == [r["step"] for r in ref_hist.records]
+        for key in ("test_loss", "train_acc", "dlr_test", "lr", "loss"):
+            np.testing.assert_allclose(
+                hists[i].column(key), ref_hist.column(key), rtol=1e-4, atol=1e-6
+            )
+    assert not np.allclose(_leaves(models[0])[0], _leaves(models[1])[0])
+
+
+def test_train_many_refuses_runs_that_need_another_program(small):
+    cfgs = [TrainConfig(epochs=1, batch_size=64), TrainConfig(epochs=1, batch_size=32)]
+    keys = [jax.random.key(0)] * 2
+    with pytest.raises(ValueError, match="batch_size"):
+        train_many([_mlp(0), _mlp(1)], small, cfgs, keys)
+    with pytest.raises(ValueError, match="structure"):
+        train_many([_mlp(0), _mlp(1, (8,))], small, [cfgs[0]] * 2, keys)
+    with pytest.raises(ValueError, match="same length"):
+        train_many([_mlp(0)], small, cfgs, keys)
+
+
+def test_divergence_carries_step_and_loss_and_spares_other_runs(small):
+    cfg = TrainConfig(lr=0.05, batch_size=64, epochs=2)
+    bad = dataclasses.replace(cfg, lr=1e8)
+    with pytest.raises(TrainingDiverged) as err:
+        train(_mlp(0), small, bad, key=jax.random.key(0), metrics={}, progress=False)
+    assert err.value.step >= 0 and not math.isfinite(err.value.loss)
+    assert f"at step {err.value.step}" in str(err.value)
+    _, hists = train_many(
+        [_mlp(0), _mlp(0)], small, [cfg, bad], [jax.random.key(0)] * 2, metrics={}
+    )
+    assert hists[0].diverged is None and hists[0].final["step"] == 12
+    assert hists[1].diverged.step == err.value.step
+
+
+def test_undefined_metrics_are_nan_with_reason_and_training_goes_on(small):
+    """Constant outputs (rank 0) and constant features give NaN D_LR with the reason."""
+    model = _mlp(0)
+    model.head.kernel[...] = jnp.zeros_like(model.head.kernel[...])
+    cfg = TrainConfig(lr=0.0, batch_size=64, epochs=1)
+
+    def refuses(f, o):
+        raise ValueError("this metric is undefined here")
+
+    host = {"host": lambda f, o: float(np.asarray(f).sum()), "bad": refuses}
+    _, hist = train(model, small, cfg, key=jax.random.key(0), progress=False, eval_size=64)
+    rec = hist.final
+    assert math.isnan(rec["dlr_test"]) and "rank 0" in rec["undefined"]["dlr_test"]
+    _, hist = train(
+        _mlp(0), small, cfg, key=jax.random.key(0), progress=False, eval_size=64, metrics=host
+    )
+    assert (
+        math.isnan(hist.final["bad_test"])
+        and "undefined here" in hist.final["undefined"]["bad_test"]
+    )
+    assert math.isfinite(hist.final["host_test"])
+    flat = small._replace(x_test=np.zeros_like(small.x_test))
+    _, hist = train(_mlp(0), flat, cfg, key=jax.random.key(0), progress=False, eval_size=64)
+    assert math.isnan(hist.final["dlr_test"]) and "rank 0" in hist.final["undefined"]["dlr_test"]
+    assert math.isfinite(hist.final["dlr_train"]) and "dlr_train" not in hist.final["undefined"]
+    # rank > 0 with a NaN value: constant features (metrics.dlr_with_rank's other undefined case)
+    rec = record_values({"dlr_test": np.nan, "dlr_test_rank": 3, "x": 1.0})
+    assert rec == {"dlr_test": rec["dlr_test"], "x": 1.0, "undefined": rec["undefined"]}
+    assert "features are constant" in rec["undefined"]["dlr_test"]
+
+
+def test_log_fraction_is_the_share_of_logging_time(small):
+    cfg = TrainConfig(lr=0.05, batch_size=64, epochs=3)
+    _, hist = train(_mlp(0), small, cfg, key=jax.random.key(0), log_every=3, progress=False)
+    assert hist.log_seconds == hist.log_time > 0
+    assert hist.log_fraction == pytest.approx(hist.log_time / (hist.log_time + hist.train_time))
+
+
+def test_bfloat16_compute_keeps_float32_parameters_and_metrics(small):
+    cfg = TrainConfig(lr=0.05, batch_size=64, epochs=2)
+    low = dataclasses.replace(cfg, compute_dtype="bfloat16")
+    ref, _ = train(_mlp(0), small, cfg, key=jax.random.key(0), metrics={}, progress=False)
+    got, hist = train(_mlp(0), small, low, key=jax.random.key(0), progress=False, eval_size=5000)
+    assert all(a.dtype == np.float32 for a in _leaves(got))
+    for a, b in zip(_leaves(ref), _leaves(got), strict=True):
+        np.testing.assert_allclose(b, a, atol=2e-2)  # bfloat16 has 8 mantissa bits: ε ≈ 4e-3
+    full = evaluate(got, small, cfg)  # float32 forward of the same parameters
+    np.testing.assert_allclose(hist.final["test_loss"], full["test_loss"], rtol=1e-6)
+    with pytest.raises(ValueError, match="compute_dtype"):
+        train(_mlp(0), small, dataclasses.replace(cfg, compute_dtype="fp8"), key=jax.random.key(0))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(schedule="step", step_every_epochs=3, step_factor=0.3),
+        dict(schedule="cosine", warmup_steps=7),
+        dict(schedule="constant", warmup_steps=5),
+    ],
+)
+def test_traced_schedules_match_optax_schedules(kw):
+    """Our traced η(s) = η·factor(s) against optax's own schedule implementations."""
+    cfg = TrainConfig(lr=0.3, **kw)
+    spe, total = 10, 100
+    warm = cfg.warmup_steps
+    if cfg.schedule == "step":
+        ref = optax.exponential_decay(0.3, 30, 0.3, staircase=True)
+    elif cfg.schedule == "cosine":
+        ref = optax.cosine_decay_schedule(0.3, total - warm)
+    else:
+        ref = optax.constant_schedule(0.3)
+    if warm:
+        ref = optax.join_schedules([optax.linear_schedule(0.0, 0.3, warm), ref], [warm])
+    ours = learning_rate_schedule(cfg, spe, total)
+    for s in range(0, total + 1):
+        np.testing.assert_allclose(float(ours(s)), float(ref(s)), rtol=1e-6, atol=1e-9)
+
+
+def test_nets_imports_neither_lrrich_nor_a_shadowing_metrics(tmp_path):
+    code = "import sys, nets; assert not any(m.split('.')[0] == 'lrrich' for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    (tmp_path / "metrics.py").write_text("value = 1\n")
+    shadowed = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import nets
+    """)
+    proc = subprocess.run([sys.executable, "-c", shadowed], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "ImportError" in proc.stderr and str(tmp_path / "metrics.py") in proc.stderr
+
+
+def test_regression_targets_log_loss_without_accuracy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    y = x[:, 0].astype(np.float32)
+    data = Dataset(x, y, x[:32], y[:32], num_classes=1, task="regression")
+    cfg = TrainConfig(lr=0.05, batch_size=32, epochs=1, target_scale=2.0)
+    model = MLP(64, (16,), 1, rngs=nnx.Rngs(0))
+    _, hist = train(model, data, cfg, key=jax.random.key(0), progress=False, metrics={})
+    out = np.asarray(model(jnp.asarray(x[:32])), np.float64)[:, 0]
+    np.testing.assert_allclose(hist.records[0]["test_loss"], np.mean((out - 2 * y[:32]) ** 2),
+                               rtol=1e-5)  # fmt: skip
+    assert "test_acc" not in hist.final
