@@ -124,7 +124,14 @@ def _experiment(name: str, module: str):
         return register(importlib.import_module(module))
 
 
-def run_point(name: str, module: str, scale: str, point: dict[str, str], run_dir: str) -> dict:
+def run_point(
+    name: str,
+    module: str,
+    scale: str,
+    point: dict[str, str],
+    run_dir: str,
+    share_device: bool = False,
+) -> dict:
     """Run one sweep point into ``run_dir``; any failure becomes ``status.json``, not an exception.
 
     Args:
@@ -133,10 +140,14 @@ def run_point(name: str, module: str, scale: str, point: dict[str, str], run_dir
       scale: config preset.
       point: its ``key=value`` overrides (seed included).
       run_dir: the point's run folder.
+      share_device: this process shares its accelerator with other points' processes: JAX
+        allocates memory on demand (read when JAX first uses the device, so set before that).
 
     Returns:
       ``{"status": "finished" | "diverged" | "failed", "message": str | None}``.
     """
+    if share_device:
+        _worker_init()
     run_dir = Path(run_dir)
     (run_dir / STATUS).unlink(missing_ok=True)  # a retried failure starts clean
     try:
@@ -274,8 +285,10 @@ def run_sweep(
     log(f"{name}: {len(mine) - len(todo)} of {len(mine)} points done, running {len(todo)}")
     if vmap and todo:
         todo = _run_vmapped(exp, [configs[i] for i in todo], points, todo, sweep_dir, log)
+    shared = jobs > 1 or (executor == "slurm" and slurm is not None and slurm.cluster == "local")
     args = [
-        (name, exp.module, scale, points[i], str(point_dir(sweep_dir, points[i]))) for i in todo
+        (name, exp.module, scale, overrides[i], str(point_dir(sweep_dir, points[i])), shared)
+        for i in todo
     ]
     labels = [point_dir(sweep_dir, points[i]).name for i in todo]
     if executor == "slurm":
@@ -285,8 +298,8 @@ def run_sweep(
             run_point, args, labels, sweep_dir / "logs", slurm or SlurmOptions(), name=name, log=log
         )
         for a, out in zip(args, outs or [], strict=False):
-            if out["status"] == FAILED and not (Path(a[-1]) / STATUS).exists():
-                io.write_json(Path(a[-1]) / STATUS, out)  # the job died before run_point could
+            if out["status"] == FAILED and not (Path(a[4]) / STATUS).exists():
+                io.write_json(Path(a[4]) / STATUS, out)  # the job died before run_point could
     else:
         _run_local(args, labels, jobs, log, progress)
     return aggregate(sweep_dir)

@@ -34,7 +34,9 @@ def run(config: Config, run_dir: Path) -> dict:
     if config.diverge:
         from nets import TrainingDiverged
 
-        raise TrainingDiverged("training loss became nan at step 3 (lr=1e9); lower the lr")
+        raise TrainingDiverged(
+            "training loss became nan at step 3 (lr=1e9); lower the lr", step=3, loss=float("nan")
+        )
     if config.bar_steps:
         from tqdm.auto import tqdm
 

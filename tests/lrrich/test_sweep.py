@@ -1,0 +1,192 @@
+"""Sweeps: failing points, stale folders, sample statistics, the figure, shards, --vmap."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from lrrich import cli, io, registry, sweep
+from lrrich.sweep import grid_points, parse_grid, parse_shard, point_dir, run_sweep
+from tests.lrrich import toy_experiment
+
+
+@pytest.fixture(autouse=True)
+def _toy():
+    registry.register(toy_experiment)
+    yield
+    registry._REGISTRY.pop("toy", None)
+
+
+def test_sweep_continues_past_failing_and_diverging_points(tmp_path):
+    grid = parse_grid(["fail=0,1", "diverge=0,1"])
+    out = run_sweep("toy", grid, tmp_path, progress=False)
+    status = {p["dir"]: (p["status"], p["message"]) for p in out["points"]}
+    assert status["fail=0,diverge=0,seed=0"] == ("finished", None)
+    assert status["fail=0,diverge=1,seed=0"][0] == "diverged"
+    assert status["fail=1,diverge=0,seed=0"] == ("failed", "RuntimeError: requested failure")
+    stored = io.read_json(tmp_path / "fail=1,diverge=0,seed=0" / "status.json")
+    assert stored["status"] == "failed" and "Traceback" in stored["traceback"]
+    md = (tmp_path / "sweep.md").read_text()
+    assert "4 points: 1 finished, 1 diverged, 2 failed" in md
+    assert "| fail=1,diverge=0,seed=0 | failed | RuntimeError: requested failure |" in md
+    rows = {(r["point"]["fail"], r["point"]["diverge"]): r for r in out["rows"]}
+    assert rows[("0", "0")]["n"] == 1 and rows[("0", "1")]["n"] == 0
+
+
+def test_rerun_retries_failed_points_and_keeps_finished_ones(tmp_path):
+    run_sweep("toy", parse_grid(["fail=0,1"]), tmp_path, progress=False)
+    mtime = (tmp_path / "fail=0,seed=0" / "results.json").stat().st_mtime_ns
+    failed = tmp_path / "fail=1,seed=0"
+    (failed / "status.json").unlink()
+    io.write_json(failed / "status.json", {"status": "failed", "message": "OOM killed"})
+    out = run_sweep("toy", parse_grid(["fail=0,1"]), tmp_path, progress=False)
+    assert (tmp_path / "fail=0,seed=0" / "results.json").stat().st_mtime_ns == mtime
+    again = {p["dir"]: p["message"] for p in out["points"]}
+    assert again["fail=1,seed=0"] == "RuntimeError: requested failure"  # it ran again
+
+
+def test_cli_sweep_names_the_failed_point_and_exits_nonzero(tmp_path, capsys):
+    code = cli.main(["sweep", "toy", "--grid", "fail=0,1", "--out", str(tmp_path), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "lrrich: fail=1,seed=0: failed: RuntimeError: requested failure" in err
+    assert (tmp_path / "sweep.md").exists()
+
+
+def test_a_folder_holding_another_grid_is_refused(tmp_path):
+    run_sweep("toy", parse_grid(["offset=2"]), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="holds another sweep.*grid"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, progress=False)
+
+
+def test_aggregate_reads_only_the_points_of_this_sweep(tmp_path):
+    stale = tmp_path / "scale=5,seed=0"  # a run folder that is not a point of the grid
+    run_sweep("toy", parse_grid(["scale=1"]), tmp_path, progress=False)
+    stale.mkdir()
+    io.write_json(stale / "config.json", {"experiment": "toy", "config": {"scale": 1.0}})
+    io.write_json(stale / "results.json", {"status": "finished", "summary": {"y": 100.0}})
+    out = sweep.aggregate(tmp_path)
+    assert [r["n"] for r in out["rows"]] == [1] and out["rows"][0]["y"]["mean"] == 0.5
+
+
+def test_a_non_sweep_folder_is_refused_and_left_untouched(tmp_path):
+    (tmp_path / "notes.md").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a sweep folder"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
+
+
+def test_mean_and_sample_std_match_the_definitions(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=0.3"]), tmp_path, seeds=4, progress=False)
+    ys = [0.3 * s + 0.5 for s in range(4)]
+    mean = sum(ys) / 4
+    sample_std = (sum((y - mean) ** 2 for y in ys) / 3) ** 0.5  # ddof = 1, written out
+    row = out["rows"][0]
+    assert row["n"] == 4 and row["y"]["n"] == 4
+    np.testing.assert_allclose(row["y"]["mean"], mean, rtol=1e-15)
+    np.testing.assert_allclose(row["y"]["std"], sample_std, rtol=1e-14)
+    assert out["std"] == "sample standard deviation over seeds (ddof = 1)"
+    md = (tmp_path / "sweep.md").read_text()
+    assert "mean ± sample standard deviation over seeds (ddof = 1)" in md
+    assert f"| {mean:.4g} ± {sample_std:.2g} |" in md
+
+
+def test_a_single_seed_shows_no_spread(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=2"]), tmp_path, progress=False)
+    assert out["rows"][0]["y"]["std"] is None
+    assert "| 2 | 1 | 0.25 | -0.5 | 1 | 0.5 | 0.25 | 0.25 |" in (tmp_path / "sweep.md").read_text()
+
+
+def test_figure_is_a_grid_of_result_panels_without_timings(tmp_path):
+    rows = run_sweep("toy", parse_grid(["scale=1,2,3"]), tmp_path, progress=False)["rows"]
+    results, timings = sweep._metric_names(rows)
+    assert results == ["half_y", "minus_y", "twice_y", "y", "y_squared"]
+    assert timings == ["train_seconds"]
+    h, w = imread(tmp_path / "sweep.png").shape[:2]
+    assert w / h < 3  # 5 panels as 4 + 1 in two rows, not one strip
+    assert "train_seconds" in (tmp_path / "sweep.md").read_text()  # still tabulated
+
+
+def test_bad_seed_requests_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="--seeds must be at least 1, got 0"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, seeds=0)
+    with pytest.raises(ValueError, match="--grid seed=... and --seeds 3 both set the seed"):
+        run_sweep("toy", parse_grid(["seed=1,2"]), tmp_path, seeds=3)
+    with pytest.raises(ValueError, match=r"--set and --grid/--seeds both set \['scale'\]"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, fixed={"scale": "2"})
+    with pytest.raises(ValueError, match="--executor must be one of"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, executor="mpi")
+    assert not any(tmp_path.iterdir())
+
+
+def test_fixed_overrides_apply_to_every_point(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=1"]), tmp_path, seeds=2, fixed={"offset": "10"})
+    assert out["rows"][0]["y"]["mean"] == 10.5
+    assert io.read_json(tmp_path / "sweep_config.json")["set"] == {"offset": "10"}
+
+
+def test_shards_split_the_grid_without_overlap(tmp_path, monkeypatch):
+    grid = parse_grid(["scale=1,2,3"])
+    run_sweep("toy", grid, tmp_path, shard=(0, 2), progress=False)
+    done = sorted(p.parent.name for p in tmp_path.glob("*/results.json"))
+    assert done == ["scale=1,seed=0", "scale=3,seed=0"]
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    out = run_sweep("toy", grid, tmp_path, shard=parse_shard("slurm"), progress=False)
+    assert [p["status"] for p in out["points"]] == ["finished"] * 3
+
+
+def test_parse_shard_rejects_bad_text(monkeypatch):
+    assert parse_shard("3/4") == (3, 4)
+    for bad in ("4/4", "-1/2", "1", "a/b"):
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(bad)
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    with pytest.raises(ValueError, match="--shard slurm needs SLURM_ARRAY_TASK_ID"):
+        parse_shard("slurm")
+
+
+def test_vmap_falls_back_to_processes_with_one_line(tmp_path, monkeypatch, capsys):
+    fake = types.ModuleType("lrrich.sweep_vmap")
+
+    class VmapUnsupported(Exception):
+        pass
+
+    def run_points(exp, configs, run_dirs):
+        raise VmapUnsupported("toy has no vmapped form")
+
+    fake.VmapUnsupported, fake.run_points = VmapUnsupported, run_points
+    monkeypatch.setitem(sys.modules, "lrrich.sweep_vmap", fake)
+    out = run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, vmap=True)
+    assert "--vmap: toy has no vmapped form; running the points as processes" in (
+        capsys.readouterr().err
+    )
+    assert [p["status"] for p in out["points"]] == ["finished", "finished"]
+
+
+def test_vmap_runs_the_unfinished_points_in_one_call(tmp_path, monkeypatch):
+    calls = []
+    fake = types.ModuleType("lrrich.sweep_vmap")
+    fake.VmapUnsupported = type("VmapUnsupported", (Exception,), {})
+
+    def run_points(exp, configs, run_dirs):
+        calls.append(([c.scale for c in configs], [d.name for d in run_dirs]))
+        for c, d in zip(configs, run_dirs, strict=True):
+            io.write_json(d / "results.json", {"status": "finished", "summary": {"y": -c.scale}})
+        return []
+
+    fake.run_points = run_points
+    monkeypatch.setitem(sys.modules, "lrrich.sweep_vmap", fake)
+    grid = parse_grid(["scale=1,2"])
+    run_sweep("toy", grid, tmp_path, vmap=True, progress=False, shard=(1, 2))
+    out = run_sweep("toy", grid, tmp_path, vmap=True, progress=False)
+    assert calls == [([2.0], ["scale=2,seed=0"]), ([1.0], ["scale=1,seed=0"])]
+    assert {r["point"]["scale"]: r["y"]["mean"] for r in out["rows"]} == {"1": -1.0, "2": -2.0}
+
+
+def test_grid_points_and_point_dirs():
+    pts = grid_points({"a": ["1", "2"], "b": ["x/y"]}, 2)
+    assert pts[0] == {"a": "1", "b": "x/y", "seed": "0"} and len(pts) == 4
+    assert point_dir("S", pts[3]).name == "a=2,b=x_y,seed=1"
