@@ -70,3 +70,15 @@ def centre(x: jax.Array) -> tuple[jax.Array, jax.Array]:
     mu = jnp.mean(x, axis=0)
     mu = mu + jnp.mean(x - mu, axis=0)
     return mu, x - mu
+
+
+def pow2_column_scale(norms: jax.Array) -> jax.Array:
+    """(k,) powers of two 2⁻ᵉʲ with 2ᵉʲ ≈ ``norms`` (1 for zero columns): exact column equilibration.
+
+    The column space of X·D equals that of X for any invertible diagonal D, so the numerical rank
+    of the outputs is decided on the equilibrated X·D: badly scaled but accurately stored columns
+    (a graded linear head, rare softmax classes) keep their directions, whose round-off is relative
+    to their own norm, not to s₁ (Householder QR's error is column-wise, Higham 2002 Thm 19.4).
+    """
+    _, e = jnp.frexp(norms)
+    return jnp.where(norms > 0, jnp.ldexp(jnp.ones_like(norms), -e), 1.0)

@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._validate import check_finite
+from metrics._numerics import HIGHEST
+from metrics._validate import as_float, check_finite, is_concrete
 
 #: The Laplacian kernel Δ as printed in K Eq. 129. Its entries sum to −1 (not 0), so a constant
 #: unit-norm filter scores ≈ 1 rather than 0; :data:`ZERO_SUM_LAPLACIAN` (centre 3) is the discrete
@@ -38,13 +39,15 @@ def activation_hamming_distance(activations_init, activations) -> jax.Array:
         )
     flips, total = 0, 0
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        x, y = jnp.asarray(x), jnp.asarray(y)
+        x, y = as_float(x, f"activations_init[{i}]"), as_float(y, f"activations[{i}]")
         if x.shape != y.shape:
             raise ValueError(f"activation leaf {i}: shapes differ, {x.shape} vs {y.shape}")
         check_finite(x, f"activations_init[{i}]")
         check_finite(y, f"activations[{i}]")
         flips = flips + jnp.sum((x > 0) != (y > 0))
         total += x.size
+    if total == 0:
+        raise ValueError("activations_init and activations hold no activations (all leaves empty)")
     return flips / total
 
 
@@ -62,28 +65,29 @@ def filter_smoothness(kernel, *, laplacian=None) -> jax.Array:
       laplacian: (3, 3) Δ; default :data:`KUNIN_LAPLACIAN` as printed in K Eq. 129.
 
     Returns:
-      (c_in, c_out) smoothness of each filter w_ij.
+      (c_in, c_out) smoothness of each filter w_ij (NaN for an all-zero filter under ``jit``,
+      a ValueError outside it).
     """
     w = jnp.asarray(kernel)
     if w.ndim != 4 or w.shape[0] < 3 or w.shape[1] < 3:
         raise ValueError(
             f"kernel must have shape (kh, kw, c_in, c_out) with kh, kw ≥ 3, got {w.shape}"
         )
+    w = as_float(w, "kernel")
     check_finite(w, "kernel")
-    if not jnp.issubdtype(w.dtype, jnp.floating):
-        w = w.astype(jnp.result_type(float))
-    lap = jnp.asarray(KUNIN_LAPLACIAN if laplacian is None else laplacian, w.dtype)
+    lap = as_float(KUNIN_LAPLACIAN if laplacian is None else laplacian, "laplacian").astype(w.dtype)
     if lap.shape != (3, 3):
         raise ValueError(f"laplacian must have shape (3, 3), got {lap.shape}")
     filt = jnp.moveaxis(w, (0, 1), (2, 3))  # (c_in, c_out, kh, kw)
-    if bool(np.any(np.sum(np.asarray(filt) ** 2, axis=(2, 3)) == 0)):
+    if is_concrete(filt) and bool(np.any(np.all(np.asarray(filt) == 0, axis=(2, 3)))):
         raise ValueError("kernel has an all-zero filter: its normalised Laplacian is undefined")
     return _smoothness(filt, lap)
 
 
 @jax.jit
 def _smoothness(filt: jax.Array, lap: jax.Array) -> jax.Array:
+    filt = filt / jnp.max(jnp.abs(filt), axis=(2, 3), keepdims=True)  # squares stay in range
     unit = filt / jnp.sqrt(jnp.sum(filt * filt, axis=(2, 3), keepdims=True))
-    conv = jax.vmap(jax.vmap(lambda f: jax.scipy.signal.correlate2d(f, lap, mode="valid")))
-    out = conv(unit)
+    corr = lambda f: jax.scipy.signal.correlate2d(f, lap, mode="valid", precision=HIGHEST)
+    out = jax.vmap(jax.vmap(corr))(unit)
     return jnp.sum(out * out, axis=(2, 3))

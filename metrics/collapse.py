@@ -1,20 +1,28 @@
 """Neural-collapse measures NC1–NC4 (Papyan et al. 2020; thesis T App. D, Eq. D.1–D.9).
 
-Class means μ_i are the means over each class A_i (equal to T Eq. D.2 for balanced classes), the
-global mean μ_G = (1/C) Σ_i μ_i (Eq. D.3), Σ_W = (1/n) Σ_i Σ_{x∈A_i} (Φ(x) − μ_i)(Φ(x) − μ_i)ᵀ
-(Eq. D.4), Σ_B = (1/C) Σ_i (μ_i − μ_G)(μ_i − μ_G)ᵀ (Eq. D.5). Every measure is 0 at collapse.
+Class means μ_i are the means over each class A_i (equal to T Eq. D.2 for balanced classes),
+Σ_W = (1/n) Σ_i Σ_{x∈A_i} (Φ(x) − μ_i)(Φ(x) − μ_i)ᵀ (Eq. D.4), Σ_B = (1/C) Σ_i (μ_i − μ_G)(μ_i − μ_G)ᵀ
+(Eq. D.5). Every measure is 0 at collapse. Two global means μ_G are available:
+
+* ``"class_means"`` (default): μ_G = (1/C) Σ_i μ_i, thesis T Eq. D.3. The centred class means then
+  sum to zero, so perfectly collapsed features onto a simplex ETF score NC2 = 0 whatever the class
+  sizes; this is the definition behind the MP-operator propositions (T Prop 2.5.1–2.5.2).
+* ``"samples"``: μ_G = (1/n) Σ_x Φ(x) = Σ_i (n_i/n) μ_i, Papyan, Han & Donoho (2020) and the
+  NC toolkits built on it. Identical to the above for balanced classes; with unbalanced classes
+  collapsed features score NC2 > 0 — use it to compare with numbers from that literature.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from functools import partial
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import centre
-from metrics._validate import as_matrix, check_finite, is_concrete, same_n
+from metrics._numerics import CONSTANT_FACTOR, centre, mm, pow2_scale
+from metrics._validate import as_matrix, is_concrete, same_n
 
 
 class NeuralCollapse(NamedTuple):
@@ -39,12 +47,27 @@ class NeuralCollapse(NamedTuple):
 
 
 def _one_hot(labels, n: int, num_classes: int | None) -> jax.Array:
-    lab = np.asarray(labels) if is_concrete(labels) else labels
+    """(n, C) one-hot labels; checks values only when ``labels`` are concrete."""
+    if not is_concrete(labels):
+        lab = jnp.asarray(labels)
+        if lab.ndim == 1:
+            if not jnp.issubdtype(lab.dtype, jnp.integer) or num_classes is None:
+                raise ValueError(
+                    "traced labels (n,) must be integers and need num_classes (a static int) "
+                    "under jit"
+                )
+            return jax.nn.one_hot(lab, num_classes)
+        if lab.ndim == 2 and lab.shape[0] == n:
+            return lab
+        raise ValueError(f"labels must be (n,) or (n, C) with n = {n}, got shape {lab.shape}")
+    lab = np.asarray(labels)
     if lab.ndim == 1:
         if not np.issubdtype(lab.dtype, np.integer):
             raise ValueError(f"labels must be integer class indices (n,), got dtype {lab.dtype}")
         if lab.shape[0] != n:
             raise ValueError(f"labels must have shape (n,) = ({n},), got {lab.shape}")
+        if n == 0:
+            raise ValueError("labels are empty: need at least one sample per class")
         c = int(lab.max()) + 1 if num_classes is None else num_classes
         if lab.min() < 0 or lab.max() >= c:
             raise ValueError(f"labels must lie in [0, {c}), got range [{lab.min()}, {lab.max()}]")
@@ -59,33 +82,39 @@ def _one_hot(labels, n: int, num_classes: int | None) -> jax.Array:
     raise ValueError(f"labels must be (n,) class indices or (n, C) one-hot, got shape {lab.shape}")
 
 
-@jax.jit
-def _nc(phi, y, head, logits, rtol):
+@partial(jax.jit, static_argnames="samples_mean")
+def _nc(phi, y, head, logits, rtol, samples_mean: bool):
     dtype = phi.dtype
     c = y.shape[1]
+    phi = pow2_scale(phi)  # every NC measure is scale invariant: keep squares in range
     scale = jnp.sqrt(jnp.mean(jnp.sum(phi * phi, axis=1)))
     _, phi = centre(phi)  # every NC measure is translation invariant; centring keeps precision
     spread = jnp.sqrt(jnp.mean(jnp.sum(phi * phi, axis=1)))
     counts = jnp.sum(y, axis=0)
-    means = (y.T @ phi) / counts[:, None]  # (C, p) class means μ_i
-    mu_g = jnp.mean(means, axis=0)
+    means = mm(y.T, phi) / counts[:, None]  # (C, p) class means μ_i
+    # μ_G: the sample mean is 0 after centring (Papyan et al.); else the mean of class means (T D.3)
+    mu_g = jnp.zeros_like(means[0]) if samples_mean else jnp.mean(means, axis=0)
     mbar = (means - mu_g).T  # (p, C) M̄
-    resid = phi - y @ means  # Φ(x) − μ_{y(x)}
+    resid = phi - mm(y, means)  # Φ(x) − μ_{y(x)}
     # Σ_B = M̄M̄ᵀ/C = U S² Uᵀ/C  ⇒  Tr(Σ_W Σ_B^†)/C = Σ_k (u_kᵀΣ_W u_k)/s_k²
     u, s, _ = jnp.linalg.svd(mbar, full_matrices=False)
     keep = (s > rtol * s[0]) & (s[0] > rtol * spread)  # means distinct at working precision
     inv_s2 = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0) ** 2, 0.0)
-    z = resid @ u  # (n, C)
+    z = mm(resid, u)  # (n, C)
     nc1 = jnp.sum(jnp.mean(z * z, axis=0) * inv_s2)
-    g = mbar.T @ mbar
+    g = mm(mbar.T, mbar)
     etf = (jnp.eye(c, dtype=dtype) - 1.0 / c) / jnp.sqrt(jnp.asarray(c - 1, dtype))
     nc2 = jnp.linalg.norm(g / jnp.linalg.norm(g) - etf)
     w_hat = head / jnp.linalg.norm(head, axis=0)
     m_hat = mbar / jnp.linalg.norm(mbar, axis=0)
     nc3 = jnp.mean(jnp.sum((w_hat - m_hat) ** 2, axis=0))
-    dist2 = jnp.sum(phi * phi, 1)[:, None] - 2 * phi @ means.T + jnp.sum(means * means, 1)
+    dist2 = jnp.sum(phi * phi, 1)[:, None] - 2 * mm(phi, means.T) + jnp.sum(means * means, 1)
     nc4 = jnp.mean((jnp.argmax(logits, axis=1) != jnp.argmin(dist2, axis=1)).astype(dtype))
-    return nc1, nc2, nc3, nc4, jnp.sum(keep), spread, scale
+    rank = jnp.sum(keep)
+    varies = spread > CONSTANT_FACTOR * jnp.finfo(dtype).eps * scale
+    ok = varies & (rank > 0)
+    nc1, nc2, nc3 = (jnp.where(ok, v, jnp.nan) for v in (nc1, nc2, nc3))
+    return nc1, nc2, nc3, nc4, rank, varies
 
 
 def neural_collapse(
@@ -96,6 +125,7 @@ def neural_collapse(
     outputs=None,
     num_classes: int | None = None,
     rtol: float | None = None,
+    global_mean: Literal["class_means", "samples"] = "class_means",
 ) -> NeuralCollapse:
     r"""Neural-collapse measures NC1–NC4 of features Φ with class labels.
 
@@ -103,9 +133,17 @@ def neural_collapse(
               \Sigma_B^\dagger \text{ with singular values of } \bar M \le \mathrm{rtol}\,s_1
               \text{ dropped}
 
-    (thesis T App. D, Eq. D.1–D.9). Computed without p×p matrices in O(npC): Σ_B^† from the thin
-    SVD of the p×C matrix M̄ of centred class means. Classes may be unbalanced (class means are
-    per-class averages).
+    (thesis T App. D, Eq. D.1–D.9; Papyan, Han & Donoho 2020). Computed without p×p matrices in
+    O(npC): Σ_B^† from the thin SVD of the p×C matrix M̄ of centred class means. Classes may be
+    unbalanced (class means are per-class averages). Jittable: pass ``num_classes`` with traced
+    integer labels; under ``jit`` undefined measures (constant features, identical class means)
+    are NaN instead of errors. Every GEMM at full float32 precision.
+
+    **Decision (global mean):** the default ``global_mean="class_means"`` is T Eq. D.3,
+    μ_G = (1/C) Σ_i μ_i: centred class means then sum to zero and collapsed features score
+    NC2 = 0 for any class sizes, as the thesis' MP-operator propositions assume.
+    ``global_mean="samples"`` uses the sample mean μ_G = (1/n) Σ_x Φ(x) of Papyan et al. and the
+    NC toolkits; the two agree for balanced classes.
 
     Args:
       features: (n, p) last-layer features Φ.
@@ -116,6 +154,7 @@ def neural_collapse(
       num_classes: C when integer labels do not show every class; default ``max(labels) + 1``.
       rtol: pseudo-inverse tolerance: singular values of M̄ below ``rtol·s₁`` count as zero,
         i.e. eigenvalues of Σ_B below ``rtol²·λ₁``; default ``max(p, C)·ε`` (NumPy's pinv rule).
+      global_mean: ``"class_means"`` (T Eq. D.3, default) or ``"samples"`` (Papyan et al.).
 
     Returns:
       :class:`NeuralCollapse`.
@@ -124,6 +163,8 @@ def neural_collapse(
       ValueError: fewer than 2 classes, an empty class, labels not one-hot, mismatched shapes,
         NaN/inf, constant features or identical class means, an all-zero column of ``head_weight``.
     """
+    if global_mean not in ("class_means", "samples"):
+        raise ValueError(f'global_mean must be "class_means" or "samples", got {global_mean!r}')
     phi = as_matrix(features, "features", what="(n, p)")
     n, p = phi.shape
     y = _one_hot(labels, n, num_classes).astype(phi.dtype)
@@ -135,10 +176,9 @@ def neural_collapse(
         raise ValueError(f"classes {empty} have no samples; every class needs at least one")
     head = jnp.ones((p, c), phi.dtype)
     if head_weight is not None:
-        head = jnp.asarray(head_weight)
+        head = as_matrix(head_weight, "head_weight", what="(p, C)")
         if head.shape != (p, c):
             raise ValueError(f"head_weight must have shape (p, C) = {(p, c)}, got {head.shape}")
-        check_finite(head, "head_weight")
         if is_concrete(head) and np.any(np.all(np.asarray(head) == 0, axis=0)):
             raise ValueError("head_weight has an all-zero column w_i: NC3 (w_i/‖w_i‖) is undefined")
         head = head.astype(phi.dtype)
@@ -150,11 +190,14 @@ def neural_collapse(
             raise ValueError(f"outputs must have C = {c} columns, got shape {logits.shape}")
         logits = logits.astype(phi.dtype)
     tol = max(p, c) * float(np.finfo(phi.dtype).eps) if rtol is None else rtol
-    nc1, nc2, nc3, nc4, rank, spread, scale = _nc(phi, y, head, logits, jnp.asarray(tol, phi.dtype))
-    if is_concrete(spread) and not float(spread) > 4 * float(np.finfo(phi.dtype).eps) * float(
-        scale
-    ):
-        raise ValueError("features are constant over samples: NC1–NC4 are undefined")
+    nc1, nc2, nc3, nc4, rank, varies = _nc(
+        phi, y, head, logits, jnp.asarray(tol, phi.dtype), samples_mean=global_mean == "samples"
+    )
+    if is_concrete(varies) and not bool(varies):
+        raise ValueError(
+            f"features are constant over samples at working precision (centred spread "
+            f"≤ {CONSTANT_FACTOR:g}ε of their magnitude): NC1–NC4 are undefined"
+        )
     if is_concrete(rank) and int(rank) == 0:
         raise ValueError(
             "features have identical class means at working precision (Σ_B = 0): "

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import mm, rank_rtol
+from metrics._numerics import mm, pow2_column_scale, rank_rtol
 from metrics._validate import as_float, as_matrix, check_finite, is_concrete, same_n
 from metrics.dlr import dlr_from_moments
 from metrics.moments import Moments, accumulate_moments, moments
@@ -165,7 +165,9 @@ def _projection_norms(m: Moments, cols: jax.Array, w: jax.Array, rtol: jax.Array
     """
     dtype = m.phi_css.dtype
     stack = jnp.concatenate([jnp.sqrt(m.n) * m.out_mean[None, :], m.out_factor], axis=0)
-    u, s, _ = jnp.linalg.svd(jnp.where(cols[None, :], stack, 0.0), full_matrices=False)
+    stack = jnp.where(cols[None, :], stack, 0.0)
+    d = pow2_column_scale(jnp.linalg.norm(stack, axis=0))  # equilibrate as in metrics.dlr
+    u, s, _ = jnp.linalg.svd(stack * d, full_matrices=False)
     tol = jnp.where(rtol > 0, rtol, rank_rtol(dtype, m.n, jnp.sum(cols)))
     keep = s > tol * s[0]
     coords = jnp.concatenate([jnp.sqrt(m.n) * m.phi_mean[None, :], m.out_proj], axis=0)

@@ -12,9 +12,11 @@ on the factored statistics of :mod:`metrics.moments` (F_c = U G by Householder Q
 G = U' S Vᵀ the SVD of the small factor, Q = U U'_r and QᵀΦ_c = U'_rᵀ A. Arrays, moments and streams
 all go through it. Cost O(np² + npC + nC²), memory O(np + p² + nC): no n×n matrix is formed.
 
-Rank: singular values s_k of F_c with s_k ≤ rtol·‖F‖₂ count as zero, rtol = 2ε(√n + √C) by default
-(:mod:`metrics._numerics`), ‖F‖₂ estimated as √(s₁² + n‖ν‖²) (the rounding of F is relative to F,
-not to its centred part). The rank used is returned by :func:`dlr_with_rank`.
+Rank: the columns of F are first equilibrated by exact powers of two (F D, ‖F_j D_jj‖ ≈ 1; same
+column space), then singular values s_k of F_c D with s_k ≤ rtol·‖F D‖₂ count as zero,
+rtol = 2ε(√n + √C) by default (:mod:`metrics._numerics`), ‖F D‖₂ estimated as
+√(s₁² + n‖Dν‖²) (the rounding of F is relative to F, not to its centred part). The rank used is
+returned by :func:`dlr_with_rank`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import CONSTANT_FACTOR, mm, pow2_scale, rank_rtol
+from metrics._numerics import CONSTANT_FACTOR, mm, pow2_column_scale, pow2_scale, rank_rtol
 from metrics._validate import as_float, as_matrix, common_dtype, is_concrete, same_n
 from metrics.moments import Moments, accumulate_moments, moments
 
@@ -61,9 +63,11 @@ def _dlr_stats(m: Moments, cols: jax.Array, rtol: jax.Array) -> tuple[DLR, _Chec
     dtype = m.phi_css.dtype
     c = jnp.sum(cols)
     tol = jnp.where(rtol > 0, rtol, rank_rtol(dtype, m.n, c))
-    u, s, _ = jnp.linalg.svd(jnp.where(cols[None, :], m.out_factor, 0.0))  # G_F = U' S V'ᵀ
+    g = jnp.where(cols[None, :], m.out_factor, 0.0)
     nu = jnp.where(cols, m.out_mean, 0.0)
-    f_norm = jnp.sqrt(s[0] ** 2 + m.n * jnp.sum(nu * nu))  # ≥ ‖F‖₂ ≥ f_norm/√2
+    d = pow2_column_scale(jnp.sqrt(jnp.sum(g * g, axis=0) + m.n * nu * nu))  # 1/‖F_j‖
+    u, s, _ = jnp.linalg.svd(g * d)  # G_F D = U' S V'ᵀ, same column space as G_F
+    f_norm = jnp.sqrt(s[0] ** 2 + m.n * jnp.sum((nu * d) ** 2))  # ≥ ‖F D‖₂ ≥ f_norm/√2
     keep = s > tol * f_norm
     r = jnp.sum(keep)
     b = mm(u.T, m.out_proj)  # rows: u'_kᵀ A = (U u'_k)ᵀ Φ_c
@@ -166,9 +170,10 @@ def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
         float32 or float64 (float16/bfloat16 are upcast to float32; complex is refused).
       outputs: (n, C) network outputs F = f̂(x) on the same n inputs (logits, or softmax
         probabilities: the rank is numerical, so their centred rank C − 1 is detected).
-      rtol: singular values s_k of F_c with s_k ≤ ``rtol``·‖F‖₂ count as zero; default
-        2ε(√n + √C) of the dtype (the rounding noise of an n×C matrix). Pass a larger value if F
-        was computed in lower precision than its dtype.
+      rtol: singular values s_k of the column-equilibrated F_c D with s_k ≤ ``rtol``·‖F D‖₂
+        count as zero (module docstring); default 2ε(√n + √C) of the dtype (the rounding noise
+        of an n×C matrix). Pass a larger value if F was computed in lower precision than its
+        dtype.
 
     Returns:
       () D_LR in the common dtype of the inputs.

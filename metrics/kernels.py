@@ -13,16 +13,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import centre
-from metrics._validate import as_matrix, common_dtype, is_concrete, same_n
+from metrics._numerics import centre, mm, pow2_scale
+from metrics._validate import as_float, as_matrix, check_finite, common_dtype, is_concrete, same_n
 
 
 @jax.jit
 def _linear_cka(a: jax.Array, b: jax.Array) -> jax.Array:
-    _, a_c = centre(a)
-    _, b_c = centre(b)
-    cross = jnp.linalg.norm(a_c.T @ b_c) ** 2
-    return cross / (jnp.linalg.norm(a_c.T @ a_c) * jnp.linalg.norm(b_c.T @ b_c))
+    _, a_c = centre(pow2_scale(a))  # CKA is scale invariant: keep the Grams in range
+    _, b_c = centre(pow2_scale(b))
+    cross = jnp.linalg.norm(mm(a_c.T, b_c)) ** 2
+    return cross / (jnp.linalg.norm(mm(a_c.T, a_c)) * jnp.linalg.norm(mm(b_c.T, b_c)))
 
 
 def feature_kernel_distance(features_init, features) -> jax.Array:
@@ -50,23 +50,40 @@ def feature_kernel_distance(features_init, features) -> jax.Array:
     dtype = common_dtype(a, b)
     cka = _linear_cka(a.astype(dtype), b.astype(dtype))
     if is_concrete(cka) and not np.isfinite(float(cka)):
-        raise ValueError("features_init or features are constant over samples: CKA undefined")
+        raise ValueError(
+            "features_init or features are constant over samples at working precision: "
+            "their centred kernel vanishes and CKA is undefined"
+        )
     return jnp.clip(1.0 - cka, 0.0, 1.0)
+
+
+def _leaves(params, name: str) -> list[jax.Array]:
+    """Real floating leaves of a parameter pytree, checked for NaN/inf."""
+    leaves = jax.tree.leaves(params)
+    if not leaves:
+        raise ValueError(f"{name} has no array leaves")
+    out = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        where = f"{name}{jax.tree_util.keystr(path)}"
+        x = as_float(leaf, where)
+        check_finite(x, where)
+        out.append(x)
+    return out
 
 
 def parameter_norm(params) -> jax.Array:
     """Squared parameter norm ‖θ‖² = Σ over all leaves of the pytree (seed 000 §4, Lyu et al.).
 
     Args:
-      params: any pytree of arrays (Flax ``nnx.State``, dict, list).
+      params: any pytree of real arrays (Flax ``nnx.State``, dict, list).
 
     Returns:
       () ‖θ‖².
+
+    Raises:
+      ValueError: no leaves, complex leaves, NaN/inf entries (on concrete input).
     """
-    leaves = jax.tree.leaves(params)
-    if not leaves:
-        raise ValueError("params has no array leaves")
-    return sum(jnp.sum(jnp.square(x)) for x in leaves)
+    return sum(jnp.sum(jnp.square(x)) for x in _leaves(params, "params"))
 
 
 def parameter_distance(params_init, params) -> jax.Array:
@@ -74,15 +91,26 @@ def parameter_distance(params_init, params) -> jax.Array:
 
     Args:
       params_init: pytree θ₀.
-      params: pytree θ with the same structure and shapes.
+      params: pytree θ with the same structure and the same shape in every leaf (no
+        broadcasting).
 
     Returns:
       () ‖θ − θ₀‖₂.
+
+    Raises:
+      ValueError: different structures or leaf shapes, complex leaves, NaN/inf.
     """
     if jax.tree.structure(params_init) != jax.tree.structure(params):
         raise ValueError("params_init and params must have the same pytree structure")
-    diff = jax.tree.map(lambda a, b: b - a, params_init, params)
-    return jnp.sqrt(parameter_norm(diff))
+    a, b = _leaves(params_init, "params_init"), _leaves(params, "params")
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    for x, y, path in zip(a, b, paths, strict=True):
+        if x.shape != y.shape:
+            raise ValueError(
+                f"params_init{path} and params{path} must have the same shape, got {x.shape} "
+                f"and {y.shape}"
+            )
+    return jnp.sqrt(sum(jnp.sum(jnp.square(y - x)) for x, y in zip(a, b, strict=True)))
 
 
 @partial(jax.jit, static_argnames=("apply",))
