@@ -85,6 +85,11 @@ def render_markdown(run_dir: str | Path) -> str:
     status = res.get("status", "finished" if res else "unfinished")
     if status != "finished":
         lines += [f"**Status: {status}.** {res.get('message') or ''}".strip(), ""]
+    if res.get("plot_error"):
+        lines += [
+            f"**Figures failed:** {res['plot_error']} (`lrrich report --replot` retries).",
+            "",
+        ]
     warning = _dataset_warning(exp, cfg)
     if res.get("comparison"):
         lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
@@ -185,7 +190,10 @@ def redraw_figures(run_dir: str | Path) -> list[Path]:
     results = io.read_json(results_path)
     if exp.plot is None or results.get("status", "finished") != "finished":
         return []
-    return list(exp.plot(results, run_dir) or [])
+    paths = list(exp.plot(results, run_dir) or [])
+    if results.pop("plot_error", None) is not None:
+        io.write_json(results_path, results)
+    return paths
 
 
 def write_report(run_dir: str | Path, *, replot: bool = False) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,9 @@ def run_experiment(
     versions; see :mod:`lrrich.runfolder`), then ``results.json`` (atomically, with ``status``,
     ``timing`` and ``environment``), figures and ``report.md``. A training run that diverges
     (``nets.TrainingDiverged``) ends with ``status: "diverged"`` and the message instead of an
-    exception; any other exception propagates and leaves no ``results.json``.
+    exception; any other exception of the run propagates and leaves no ``results.json``. A figure
+    that fails to draw does not lose the results: the error is kept as ``plot_error`` and
+    ``lrrich report --replot`` draws the figures again.
 
     Float64 is enabled for the duration of the run (sims are float64 by design); models in ``nets``
     choose their own dtypes explicitly.
@@ -84,7 +87,16 @@ def run_experiment(
     io.write_json(run_dir / runfolder.RESULTS, results)
     results = io.read_json(run_dir / runfolder.RESULTS)
     if exp.plot is not None and results["status"] == FINISHED:
-        exp.plot(results, run_dir)
+        try:
+            exp.plot(results, run_dir)
+        except Exception as err:  # the results stand; `lrrich report --replot` retries the figures
+            results["plot_error"] = f"{type(err).__name__}: {err}"
+            io.write_json(run_dir / runfolder.RESULTS, results)
+            print(
+                f"lrrich: warning: {run_dir}: figures failed ({results['plot_error']}); the "
+                "results are saved — fix the plot and run `lrrich report --replot`",
+                file=sys.stderr,
+            )
     from lrrich.report import write_report
 
     write_report(run_dir)

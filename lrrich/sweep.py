@@ -108,11 +108,11 @@ def point_dir(sweep_dir: str | Path, point: dict[str, str]) -> Path:
 def point_status(run_dir: str | Path) -> dict:
     """``{"status", "message"}`` of a point folder: finished, diverged, failed or pending."""
     run_dir = Path(run_dir)
+    if (run_dir / STATUS).exists():  # written on failure, removed when the point runs again
+        return io.read_json(run_dir / STATUS)
     if (run_dir / runfolder.RESULTS).exists():
         res = io.read_json(run_dir / runfolder.RESULTS)
         return {"status": res.get("status", FINISHED), "message": res.get("message")}
-    if (run_dir / STATUS).exists():
-        return io.read_json(run_dir / STATUS)
     return {"status": PENDING, "message": None}
 
 
@@ -370,7 +370,7 @@ def aggregate(sweep_dir: str | Path) -> dict:
     Returns:
       ``{"experiment", "grid", "seeds", "std", "rows", "points", "failures"}``: ``rows`` holds one
       entry per grid point, ``{"point": {key: value}, "n": finished seeds, metric: {"mean", "std",
-      "n"}}`` (``std`` None when n < 2); ``points`` the status of every point; ``failures`` the
+      "n"}}`` (``std`` None when n < 2; the metric None when it was NaN for every seed); ``points`` the status of every point; ``failures`` the
       points that diverged or failed, with their messages.
     """
     sweep_dir = Path(sweep_dir)
@@ -392,9 +392,11 @@ def aggregate(sweep_dir: str | Path) -> dict:
     rows = []
     for key, summaries in groups.items():
         row = {"point": dict(zip(grid_keys, key, strict=True)), "n": len(summaries)}
-        names = {k for s in summaries for k, v in s.items() if _is_number(v)}
+        # None is a metric stored as NaN (undefined at that point): a column, with no value
+        names = {k for s in summaries for k, v in s.items() if _is_number(v) or v is None}
         for m in sorted(names):
-            row[m] = _stats([s[m] for s in summaries if _is_number(s.get(m))])
+            vals = [s[m] for s in summaries if _is_number(s.get(m))]
+            row[m] = _stats(vals) if vals else None
         rows.append(row)
     failures = [s for s in statuses if s["status"] in (DIVERGED, FAILED)]
     out = {
@@ -422,12 +424,14 @@ def _metric_names(rows: list[dict]) -> tuple[list[str], list[str]]:
     return [m for m in names if not _is_timing(m)], [m for m in names if _is_timing(m)]
 
 
-def _cell(stats: dict | None) -> str:
+def _cell(stats: dict | None, n: int) -> str:
+    """``mean ± std``; ``(n=k)`` when the metric was defined for fewer seeds than finished."""
     if stats is None:
         return "—"
-    if stats["std"] is None:
-        return f"{stats['mean']:.4g}"
-    return f"{stats['mean']:.4g} ± {stats['std']:.2g}"
+    text = f"{stats['mean']:.4g}"
+    if stats["std"] is not None:
+        text += f" ± {stats['std']:.2g}"
+    return text if stats["n"] == n else f"{text} (n={stats['n']})"
 
 
 def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
@@ -442,7 +446,8 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
         "",
         f"{len(out['points'])} points: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v),
         "",
-        f"Cells: mean ± {out['std']}; n = finished seeds of the row (a single seed shows no ±).",
+        f"Cells: mean ± {out['std']}; n = finished seeds of the row (a single seed shows no ±; "
+        "(n=k): the metric was defined, not NaN, for k of them).",
         "",
     ]
     cols = [*grid_keys, "n", *results, *timings]
@@ -450,7 +455,7 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
     lines.append("|" + " --- |" * len(cols))
     for r in rows:
         cells = [r["point"][k] for k in grid_keys] + [str(r["n"])]
-        cells += [_cell(r.get(m)) for m in [*results, *timings]]
+        cells += [_cell(r.get(m), r["n"]) for m in [*results, *timings]]
         lines.append("| " + " | ".join(cells) + " |")
     if figure:
         lines += ["", "![sweep](sweep.png)"]
@@ -485,7 +490,7 @@ def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), squeeze=False)
     for ax, m in zip(axes.flat, results, strict=False):
         for label, idx in series.items():
-            idx = sorted((i for i in idx if m in rows[i]), key=lambda i: xs[i])
+            idx = sorted((i for i in idx if rows[i].get(m)), key=lambda i: xs[i])
             y = [rows[i][m]["mean"] for i in idx]
             e = [rows[i][m]["std"] or 0.0 for i in idx]
             name = ", ".join(f"{k}={v}" for k, v in zip(rest, label, strict=True)) or None

@@ -147,3 +147,18 @@ def test_report_renders_the_comparison_rows(tmp_path):
         "| smaller / gap |" in md
     )
     assert "| y | 3 |" not in md  # the comparison replaces the bare PAPER table
+
+
+def test_a_failing_figure_keeps_the_results_and_replot_retries(tmp_path, capsys):
+    res = run_experiment("toy", _cfg(tag="plot-fails"), tmp_path)
+    assert res["status"] == "finished" and res["summary"]["y"] == 0.5
+    assert res["plot_error"] == "TypeError: unsupported format string passed to NoneType.__format__"
+    assert "figures failed" in capsys.readouterr().err
+    assert "**Figures failed:** TypeError" in (tmp_path / "report.md").read_text()
+    results = io.read_json(tmp_path / "results.json")
+    results["summary"]["tag"] = "fixed"  # stands for a fixed plot function
+    io.write_json(tmp_path / "results.json", results)
+    assert cli.main(["report", str(tmp_path), "--replot"]) == 0
+    assert (tmp_path / "toy.png").exists()
+    assert "plot_error" not in io.read_json(tmp_path / "results.json")
+    assert "Figures failed" not in (tmp_path / "report.md").read_text()

@@ -96,16 +96,31 @@ def test_mean_and_sample_std_match_the_definitions(tmp_path):
 def test_a_single_seed_shows_no_spread(tmp_path):
     out = run_sweep("toy", parse_grid(["scale=2"]), tmp_path, progress=False)
     assert out["rows"][0]["y"]["std"] is None
-    assert "| 2 | 1 | 0.25 | -0.5 | 1 | 0.5 | 0.25 | 0.25 |" in (tmp_path / "sweep.md").read_text()
+    assert (
+        "| 2 | 1 | 0.25 | -0.5 | — | 1 | 0.5 | 0.25 | 0.25 |" in (tmp_path / "sweep.md").read_text()
+    )
+
+
+def test_a_metric_undefined_for_some_seeds_shows_its_own_n(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=1"]), tmp_path, seeds=3, progress=False)
+    row = out["rows"][0]
+    assert row["n"] == 3 and row["odd_seeds_only"] == {"mean": 1.5, "std": None, "n": 1}
+    assert "| 1.5 (n=1) |" in (tmp_path / "sweep.md").read_text()
+
+
+def test_a_point_that_failed_after_writing_results_counts_as_failed(tmp_path):
+    io.write_json(tmp_path / "results.json", {"status": "finished", "summary": {}})
+    io.write_json(tmp_path / "status.json", {"status": "failed", "message": "OSError: disk full"})
+    assert sweep.point_status(tmp_path) == {"status": "failed", "message": "OSError: disk full"}
 
 
 def test_figure_is_a_grid_of_result_panels_without_timings(tmp_path):
     rows = run_sweep("toy", parse_grid(["scale=1,2,3"]), tmp_path, progress=False)["rows"]
     results, timings = sweep._metric_names(rows)
-    assert results == ["half_y", "minus_y", "twice_y", "y", "y_squared"]
+    assert results == ["half_y", "minus_y", "odd_seeds_only", "twice_y", "y", "y_squared"]
     assert timings == ["train_seconds"]
     h, w = imread(tmp_path / "sweep.png").shape[:2]
-    assert w / h < 3  # 5 panels as 4 + 1 in two rows, not one strip
+    assert w / h < 3  # 6 panels as 4 + 2 in two rows, not one strip
     assert "train_seconds" in (tmp_path / "sweep.md").read_text()  # still tabulated
 
 

@@ -50,6 +50,7 @@ def run(config: Config, run_dir: Path) -> dict:
             "minus_y": -y,
             "half_y": y / 2,
             "twice_y": 2 * y,
+            "odd_seeds_only": y if config.seed % 2 else float("nan"),
             "train_seconds": 0.25,
             "tag": config.tag,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "unset"),
@@ -58,6 +59,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
+    if results["summary"]["tag"] == "plot-fails":
+        raise TypeError("unsupported format string passed to NoneType.__format__")
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, results["summary"]["y"]])
     return [save_figure(fig, run_dir / "toy.png")]
