@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import mm, pow2_column_scale, rank_rtol
+from metrics._numerics import mm, pow2_column_scale, pow2_scale, rank_rtol
 from metrics._validate import as_float, as_matrix, check_finite, is_concrete, same_n
 from metrics.dlr import dlr_from_moments
 from metrics.moments import Moments, accumulate_moments, moments
@@ -190,7 +190,7 @@ def _decompose(fit: Moments, ev: Moments, out_cols, tgt_cols, rtol, threshold, v
 
     util, cum_util, d_util, r_out = metric(out_cols)
     qual, cum_qual, d_qual, r_tgt = metric(tgt_cols)
-    e1 = jnp.abs(ev.phi_mean @ w[:, 0]) / jnp.sqrt(safe[0] / ev.n)
+    e1 = jnp.abs(mm(ev.phi_mean, w[:, 0])) / jnp.sqrt(safe[0] / ev.n)
     p = rho.shape[0]
     return FeatureDecomposition(
         rho=rho,
@@ -332,13 +332,19 @@ def feature_decomposition(
         extra = [tgt]
     if out.shape[1] > out.shape[0]:
         raise ValueError(f"outputs_eval must have C ≤ m columns, got shape {out.shape}")
-    return feature_decomposition_from_moments(
-        moments(fit, feature_factor=True),
-        moments(ev, out, *extra, feature_factor=True),
+    # exact power-of-two rescaling (one shift for both feature samples, so ρ scales by 4^shift);
+    # every field but ρ is scale invariant, and ρ is scaled back (inf only if it is unrepresentable)
+    _, shift = jnp.frexp(jnp.maximum(jnp.max(jnp.abs(fit)), jnp.max(jnp.abs(ev))))
+    res = feature_decomposition_from_moments(
+        moments(jnp.ldexp(fit, -shift), feature_factor=True),
+        moments(
+            jnp.ldexp(ev, -shift), *(pow2_scale(x) for x in [out, *extra]), feature_factor=True
+        ),
         n_outputs=out.shape[1],
         rtol=rtol,
         mf_threshold=mf_threshold,
     )
+    return res._replace(rho=jnp.ldexp(res.rho, 2 * shift))
 
 
 def feature_decomposition_streaming(

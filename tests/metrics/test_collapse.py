@@ -43,11 +43,12 @@ def test_mp_operator_gives_nc1_zero_and_simplex_etf():
     assert float(dlr(phi, y)) == pytest.approx(0.0, abs=1e-12)
 
 
-def _naive_nc(phi, labels, w, logits):
+def _naive_nc(phi, labels, w, logits, global_mean="class_means"):
+    """NC1–NC4 by their definitions; μ_G of T Eq. D.3 or Papyan et al.'s sample mean."""
     c = labels.max() + 1
     n = len(labels)
     means = np.stack([phi[labels == i].mean(0) for i in range(c)])
-    mu_g = means.mean(0)
+    mu_g = means.mean(0) if global_mean == "class_means" else phi.mean(0)
     sw = sum(np.outer(phi[j] - means[labels[j]], phi[j] - means[labels[j]]) for j in range(n)) / n
     sb = sum(np.outer(m - mu_g, m - mu_g) for m in means) / c
     nc1 = np.trace(sw @ np.linalg.pinv(sb, rcond=1e-10, hermitian=True)) / c
@@ -82,6 +83,28 @@ def test_noisy_unbalanced_features_match_naive_definitions():
     assert float(neural_collapse(phi, np.eye(c)[labels]).nc1) == pytest.approx(float(res.nc1))
     tight = centres[labels] + 0.01 * rng.normal(size=(300, p))
     assert float(neural_collapse(tight, labels).nc1) < 1e-3 * float(res.nc1)
+
+
+def test_papyan_sample_global_mean_on_unbalanced_classes():
+    rng = np.random.default_rng(3)
+    c, p = 4, 10
+    labels = np.repeat(np.arange(c), [200, 50, 20, 10])  # strongly unbalanced
+    centres = rng.normal(size=(c, p)) * 3
+    phi = centres[labels] + 0.5 * rng.normal(size=(len(labels), p)) + 2.0
+    w = rng.normal(size=(p, c))
+    for mean in ("class_means", "samples"):
+        res = neural_collapse(phi, labels, head_weight=w, outputs=phi @ w, global_mean=mean)
+        want = _naive_nc(phi, labels, w, phi @ w, global_mean=mean)
+        for got, ref in zip((res.nc1, res.nc2, res.nc3, res.nc4), want, strict=True):
+            assert float(got) == pytest.approx(ref, rel=1e-10, abs=1e-12)
+    # collapsed onto a simplex ETF with unbalanced classes: NC2 = 0 with the class-mean centre
+    # (T Eq. D.3), > 0 with the sample mean (Papyan et al.)
+    etf = np.linalg.qr(rng.normal(size=(p, c)))[0] @ (np.eye(c) - 1 / c)
+    collapsed = etf.T[labels] + 1e-9 * rng.normal(size=(len(labels), p))
+    assert float(neural_collapse(collapsed, labels).nc2) < 1e-6
+    assert float(neural_collapse(collapsed, labels, global_mean="samples").nc2) > 0.1
+    with pytest.raises(ValueError, match="global_mean must be"):
+        neural_collapse(phi, labels, global_mean="mean")
 
 
 def test_bad_input():

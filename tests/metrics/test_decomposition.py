@@ -182,3 +182,44 @@ def test_bad_input():
         effective_dimension(np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         effective_dimension(np.array([1.0, np.nan]))
+
+
+def _post_relu(seed, n=600, p=512, c=10):
+    """Two-layer ReLU features of labelled Gaussian inputs: graded spectrum (ρ_p/ρ_1 ~ 1e-7)."""
+    rng = np.random.default_rng(seed)
+    y = np.eye(c)[rng.integers(0, c, n)]
+    x = rng.normal(size=(n, 32))
+    x[:, :c] += 2 * y
+    h = np.maximum(x @ rng.normal(size=(32, 256)) / np.sqrt(32), 0)
+    phi = np.maximum(h @ rng.normal(size=(256, p)) / 16, 0)
+    return phi, phi @ rng.normal(size=(p, c)) / np.sqrt(p), y
+
+
+def test_float32_keeps_every_resolvable_mode_of_post_relu_features():
+    phi, f, y = (np.float32(a) for a in _post_relu(6))
+    res = feature_decomposition(phi, phi, f, y)
+    rho, util, qual, _ = _direct_alg1(*(np.float64(a) for a in (phi, phi, f, y)))
+    assert rho[-1] / rho[0] < 1e-5  # graded: the old 10·p·ε cutoff (6e-4·ρ₁) dropped modes here
+    assert res.cum_utilization.dtype == jnp.float32
+    assert float(res.cum_utilization[-1]) == pytest.approx(1.0, abs=1e-5)  # Π̂(p) = 1
+    np.testing.assert_allclose(res.cum_utilization, np.cumsum(util), atol=1e-2)
+    np.testing.assert_allclose(res.cum_quality, np.cumsum(qual), atol=1e-2)
+    np.testing.assert_allclose(res.rho, rho, rtol=1e-2)
+    w = lambda v: np.exp(-np.sum(v / v.sum() * np.log(v / v.sum())))  # D_eff, T Eq. 1.16
+    assert float(res.d_eff_utilization) == pytest.approx(w(util), rel=1e-2)
+    assert float(res.d_eff_quality) == pytest.approx(w(qual), rel=1e-2)
+    assert float(res.d_eff_rho) == pytest.approx(w(rho), rel=1e-2)
+
+
+def test_adjusted_effective_dimension_edge_cases():
+    rng = np.random.default_rng(7)
+    n = 50
+    f = rng.normal(size=(n, 2))
+    # one live unit plus dead ones: ρ₂ … ρ_p = 0, so D_eff(ρ) adjusted = 1 (not NaN)
+    live = rng.normal(size=(n, 1)) + 2.0
+    dead = np.concatenate([live, np.zeros((n, 3))], axis=1)
+    res = feature_decomposition(dead, dead, live @ rng.normal(size=(1, 2)) + f * 0)
+    assert float(res.d_eff_rho_adjusted) == pytest.approx(1.0)
+    # p = 1: the adjusted dimension is 1, never more than p
+    res1 = feature_decomposition(live, live, live * 2.0)
+    assert float(res1.d_eff_rho_adjusted) == 1.0
