@@ -1,7 +1,9 @@
 """Sweeps: failing points, stale folders, sample statistics, the figure, shards, --vmap."""
 
+import shlex
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,3 +207,15 @@ def test_grid_points_and_point_dirs():
     pts = grid_points({"a": ["1", "2"], "b": ["x/y"]}, 2)
     assert pts[0] == {"a": "1", "b": "x/y", "seed": "0"} and len(pts) == 4
     assert point_dir("S", pts[3]).name == "a=2,b=x_y,seed=1"
+
+
+@pytest.mark.slow
+def test_the_readme_sweep_example_runs_to_a_full_table(tmp_path, capsys):
+    """The `lrrich sweep` line of the README, as written, into a temporary folder (~1.5 min)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    line = next(s for s in readme.splitlines() if s.startswith("lrrich sweep "))
+    argv = shlex.split(line.split("#")[0])[1:]
+    assert cli.main([*argv, "--out", str(tmp_path), "--quiet"]) == 0
+    out = io.read_json(tmp_path / "sweep.json")
+    assert out["failures"] == [] and all(r["n"] == out["seeds"] for r in out["rows"])
+    assert "| lr | n |" in (tmp_path / "sweep.md").read_text()
