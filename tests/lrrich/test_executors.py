@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from lrrich import cli, io, registry
+from lrrich import cli, io
 from lrrich.executors import JOBS, SlurmOptions, active_points
 from lrrich.sweep import parse_grid, run_sweep
 from tests.lrrich import toy_experiment
@@ -12,11 +12,7 @@ from tests.lrrich import toy_experiment
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _toy():
-    registry.register(toy_experiment)
-    yield
-    registry._REGISTRY.pop("toy", None)
+_toy = toy_experiment.autouse_fixture()
 
 
 def test_slurm_array_through_submitits_local_executor(tmp_path, monkeypatch):

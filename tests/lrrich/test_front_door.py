@@ -10,12 +10,7 @@ from lrrich.runner import run_experiment
 from lrrich.sweep import parse_grid, run_sweep
 from tests.lrrich import toy_experiment
 
-
-@pytest.fixture(autouse=True)
-def _toy():
-    registry.register(toy_experiment)
-    yield
-    registry._REGISTRY.pop("toy", None)
+_toy = toy_experiment.autouse_fixture()
 
 
 def test_overrides_are_coerced_and_validated():

@@ -13,11 +13,7 @@ from tests.lrrich import toy_experiment
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _toy():
-    registry.register(toy_experiment)
-    yield
-    registry._REGISTRY.pop("toy", None)
+_toy = toy_experiment.autouse_fixture()
 
 
 def _cfg(**overrides):

@@ -9,16 +9,11 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from lrrich import cli, io, registry, sweep
+from lrrich import cli, io, sweep
 from lrrich.sweep import grid_points, parse_grid, parse_shard, point_dir, run_sweep
 from tests.lrrich import toy_experiment
 
-
-@pytest.fixture(autouse=True)
-def _toy():
-    registry.register(toy_experiment)
-    yield
-    registry._REGISTRY.pop("toy", None)
+_toy = toy_experiment.autouse_fixture()
 
 
 def test_sweep_continues_past_failing_and_diverging_points(tmp_path):

@@ -2,10 +2,13 @@
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pytest
 
+from lrrich import registry
 from lrrich.io import save_figure
 
 NAME = "toy"
@@ -64,3 +67,15 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, results["summary"]["y"]])
     return [save_figure(fig, run_dir / "toy.png")]
+
+
+def autouse_fixture():
+    """A pytest fixture registering this module as experiment ``toy`` around every test."""
+
+    @pytest.fixture(autouse=True)
+    def _toy():
+        registry.register(sys.modules[__name__])
+        yield
+        registry._REGISTRY.pop(NAME, None)
+
+    return _toy
