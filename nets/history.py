@@ -102,5 +102,9 @@ class JsonlLog:
 
     def append(self, record: dict) -> None:
         """Add ``record`` and rewrite the file atomically."""
-        self.lines.append(json.dumps(jsonable(record)))
+        self.extend([record])
+
+    def extend(self, records: list[dict]) -> None:
+        """Add ``records`` and rewrite the file atomically (once)."""
+        self.lines.extend(json.dumps(jsonable(r)) for r in records)
         atomic_write_bytes(self.path, ("\n".join(self.lines) + "\n").encode())

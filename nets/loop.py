@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nets.batch import active_batcher
 from nets.checkpoint import Checkpointer
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
@@ -193,6 +194,12 @@ def train(
         checkpoint is kept).
       nets.checkpoint.CheckpointError: an unreadable checkpoint when resuming.
     """
+    batcher = active_batcher()
+    if batcher is not None:  # a thread of a batched sweep (nets.batch): maybe vmapped with others
+        kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
+                      callback=callback, run_dir=run_dir, checkpoint_every=checkpoint_every,
+                      resume=resume, data_parallel=data_parallel, progress=progress)  # fmt: skip
+        return batcher.submit(model, data, config, kwargs)
     config.validate()
     validate(data)
     if (checkpoint_every or resume) and run_dir is None:

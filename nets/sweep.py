@@ -83,7 +83,8 @@ def train_many(
       log_every, eval_size, metrics, progress: as :func:`nets.train`.
 
     Returns:
-      (R trained models in eval mode, R :class:`History`). A run whose loss becomes non-finite
+      (R trained models in eval mode, R :class:`History`; their times are each run's share,
+      1/R, of the batch's time). A run whose loss becomes non-finite
       stops being logged and its History's ``diverged`` holds the :class:`TrainingDiverged`
       that :func:`nets.train` would have raised; the other runs go on.
 
@@ -158,7 +159,7 @@ def train_many(
             }
             rec.update(record_values({k: v[i] for k, v in values.items()}, host_values))
             histories[i].records.append(rec)
-        dt = time.perf_counter() - t0
+        dt = (time.perf_counter() - t0) / R
         for i in np.flatnonzero(alive):
             h = histories[i]
             if len(h.records) == 1:
@@ -191,7 +192,7 @@ def train_many(
                 j += length
                 step += length
             losses = np.concatenate([np.asarray(v) for v in chunk_losses], axis=1)
-            dt = time.perf_counter() - t0
+            dt = (time.perf_counter() - t0) / R  # each run's share of the batch
             for h in histories:
                 if first:
                     h.compile_time += dt

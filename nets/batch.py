@@ -1,0 +1,191 @@
+"""Batched ``train`` calls: the runs of several threads trained as one vmapped program.
+
+A sweep runs each point's unchanged experiment code in its own thread inside
+:func:`batched_training`'s :class:`TrainBatcher`. Every :func:`nets.train` call then waits until
+each live thread has either called ``train`` or finished; the waiting calls are grouped — same
+data, model structure, static config, run length, logging and metrics — and each group of two or
+more runs as one :func:`nets.train_many` program; the rest run alone as usual. Each call returns
+(or raises, e.g. :class:`nets.TrainingDiverged`) exactly what its own ``train`` would, and writes
+``run_dir/metrics.jsonl`` the same way.
+
+Calls that checkpoint, resume, shard over devices or take a callback always run alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import hashlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flax import nnx
+
+from nets.config import static_part
+from nets.history import JsonlLog
+
+_ACTIVE: contextvars.ContextVar[TrainBatcher | None] = contextvars.ContextVar(
+    "nets_train_batcher", default=None
+)
+_ALONE_KWARGS = ("checkpoint_every", "resume", "data_parallel", "callback")
+
+
+@dataclasses.dataclass
+class _Call:
+    model: Any
+    data: Any
+    config: Any
+    kwargs: dict
+    done: bool = False
+    result: Any = None
+    error: BaseException | None = None
+
+
+def _fingerprint(data) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in (data.x_train, data.y_train, data.x_test, data.y_test):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.tobytes())
+    h.update(f"{data.num_classes}{data.task}".encode())
+    return h.hexdigest()
+
+
+def _metrics_signature(metrics) -> Any:
+    """Functions from the same source with the same captured objects count as equal."""
+    if metrics is None:
+        return None
+    sig = []
+    for name, fn in sorted(metrics.items()):
+        cells = tuple(id(c.cell_contents) for c in (getattr(fn, "__closure__", None) or ()))
+        sig.append((name, getattr(fn, "__code__", fn), cells))
+    return tuple(sig)
+
+
+class TrainBatcher:
+    """Collects the ``train`` calls of ``workers`` threads and runs compatible ones together.
+
+    Args:
+      workers: the number of threads that will run under this batcher; each must call
+        :meth:`leave` when it has finished (see :func:`batched_training`).
+    """
+
+    def __init__(self, workers: int):
+        if workers < 1:
+            raise ValueError(f"workers must be ≥ 1, got {workers}")
+        self._cond = threading.Condition()
+        self._active = workers
+        self._pending: list[_Call] = []
+        self._fingerprints: dict[int, str] = {}
+        self.batched_runs = 0  # runs trained inside a vmapped group (for reports and tests)
+
+    def submit(self, model, data, config, kwargs: dict):
+        """Run (or batch) one ``train`` call; returns what ``train`` returns or raises its error."""
+        call = _Call(model, data, config, kwargs)
+        with self._cond:
+            self._pending.append(call)
+            self._maybe_flush()
+            while not call.done:
+                self._cond.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def leave(self) -> None:
+        """A worker thread finished: it makes no more ``train`` calls."""
+        with self._cond:
+            self._active -= 1
+            self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if not self._pending or len(self._pending) < self._active:
+            return
+        calls, self._pending = self._pending, []
+        for group in self._groups(calls):
+            self._run(group)
+        self._cond.notify_all()
+
+    def _groups(self, calls: list[_Call]) -> list[list[_Call]]:
+        groups: dict[Any, list[_Call]] = {}
+        for i, c in enumerate(calls):
+            if any(c.kwargs.get(k) for k in _ALONE_KWARGS):
+                groups[("alone", i)] = [c]
+                continue
+            key_data = self._fingerprints.setdefault(id(c.data), _fingerprint(c.data))
+            key = (
+                key_data,
+                nnx.graphdef(c.model),
+                static_part(c.config),
+                c.config.epochs,
+                c.config.steps,
+                c.kwargs.get("log_every"),
+                c.kwargs.get("eval_size", 2048),
+                _metrics_signature(c.kwargs.get("metrics")),
+            )
+            groups.setdefault(key, []).append(c)
+        return list(groups.values())
+
+    def _run(self, group: list[_Call]) -> None:
+        from nets.loop import train
+        from nets.sweep import train_many
+
+        if len(group) == 1:
+            c = group[0]
+            token = _ACTIVE.set(None)
+            try:
+                c.result = train(c.model, c.data, c.config, **c.kwargs)
+            except Exception as e:  # delivered to the calling thread
+                c.error = e
+            finally:
+                _ACTIVE.reset(token)
+                c.done = True
+            return
+        first = group[0].kwargs
+        try:
+            models, hists = train_many(
+                [c.model for c in group],
+                group[0].data,
+                [c.config for c in group],
+                [c.kwargs["key"] for c in group],
+                log_every=first.get("log_every"),
+                eval_size=first.get("eval_size", 2048),
+                metrics=first.get("metrics"),
+            )
+        except Exception as e:
+            for c in group:
+                c.error, c.done = e, True
+            return
+        self.batched_runs += len(group)
+        for c, model, hist in zip(group, models, hists, strict=True):
+            if hist.diverged is not None:
+                c.error = hist.diverged
+            else:
+                c.result = (model, hist)
+            run_dir = c.kwargs.get("run_dir")
+            if run_dir is not None:
+                Path(run_dir).mkdir(parents=True, exist_ok=True)
+                JsonlLog(Path(run_dir) / "metrics.jsonl", None).extend(hist.records)
+            c.done = True
+
+
+def active_batcher() -> TrainBatcher | None:
+    """The :class:`TrainBatcher` of the calling thread, if any."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def batched_training(batcher: TrainBatcher) -> Iterator[TrainBatcher]:
+    """Within this block (in the calling thread), ``nets.train`` calls go through ``batcher``.
+
+    The thread leaves the batcher on exit, so the other threads' calls are no longer held for it.
+    """
+    token = _ACTIVE.set(batcher)
+    try:
+        yield batcher
+    finally:
+        _ACTIVE.reset(token)
+        batcher.leave()

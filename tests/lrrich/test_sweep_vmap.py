@@ -1,0 +1,76 @@
+"""``lrrich.sweep_vmap.run_points``: vmapped sweep points write what ``run_experiment`` writes."""
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+import nets.sweep
+from lrrich import io
+from lrrich.registry import Experiment, get
+from lrrich.runner import run_experiment
+from lrrich.sweep_vmap import VmapUnsupported, run_points
+from nets import MLP, TrainConfig, load_digits, train
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seed: int = 0
+    lr: float = 0.05
+    weight_decay: float = 0.0
+    width: int = 16
+
+
+def _run(config: Config, run_dir: Path) -> dict:
+    data = load_digits()
+    data = data._replace(x_train=data.x_train[:256], y_train=data.y_train[:256])
+    cfg = TrainConfig(lr=config.lr, weight_decay=config.weight_decay, batch_size=64, epochs=2)
+    model = MLP(64, (config.width,), 10, rngs=nnx.Rngs(config.seed))
+    _, hist = train(
+        model, data, cfg, key=jax.random.key(config.seed), run_dir=run_dir, progress=False,
+        eval_size=64, log_every=4,
+    )  # fmt: skip
+    keys = ("test_acc", "test_loss", "dlr_test", "loss")
+    return {"summary": {k: hist.final[k] for k in keys}, "steps": hist.column("step").tolist()}
+
+
+EXP = Experiment("vmap-probe", "probe for run_points", Config, _run, module=__name__)
+POINTS = [Config(seed=0, lr=0.05), Config(seed=1, lr=0.1, weight_decay=1e-3), Config(width=8)]
+
+
+def test_points_match_run_experiment_and_are_batched(tmp_path, monkeypatch):
+    calls = []
+    real = nets.sweep.train_many
+    monkeypatch.setattr(
+        nets.sweep, "train_many", lambda *a, **k: calls.append(len(a[0])) or real(*a, **k)
+    )
+    dirs = [tmp_path / "vmap" / str(i) for i in range(len(POINTS))]
+    got = run_points(EXP, POINTS, dirs)
+    assert calls == [2]  # the width-8 point needs another program and runs alone
+    assert len(got) == len(POINTS)
+    for i, config in enumerate(POINTS):
+        ref = run_experiment(EXP, config, tmp_path / "ref" / str(i))
+        res = io.read_json(dirs[i] / "results.json")
+        assert res["status"] == ref["status"] == "finished" and res == got[i]
+        assert set(res) == set(ref) and res["steps"] == ref["steps"]
+        for k, v in ref["summary"].items():
+            np.testing.assert_allclose(res["summary"][k], v, rtol=1e-4, atol=1e-6, err_msg=k)
+        cfg, ref_cfg = (
+            io.read_json(d / "config.json") for d in (dirs[i], tmp_path / "ref" / str(i))
+        )
+        assert cfg["config"] == ref_cfg["config"] and set(cfg) == set(ref_cfg)
+        lines = (dirs[i] / "metrics.jsonl").read_text().splitlines()
+        assert len(lines) == len(res["steps"]) == 3
+
+
+def test_unsupported_experiments_and_bad_arguments(tmp_path):
+    with pytest.raises(VmapUnsupported, match="nothing to vmap"):
+        run_points(EXP, POINTS[:1], [tmp_path / "a"])
+    sims_only = get("lambda-balanced")
+    with pytest.raises(VmapUnsupported, match="does not train"):
+        run_points(sims_only, [sims_only.config()] * 2, [tmp_path / "b", tmp_path / "c"])
+    with pytest.raises(ValueError, match="same length"):
+        run_points(EXP, POINTS, [tmp_path / "d"])
