@@ -127,12 +127,10 @@ def _lambda_balanced(key):
         return lb.solve(W1, W2, sig, t).network
 
     def flow(W1, W2):
-        p = gradient_flow(lb._loss, {"W1": W1, "W2": W2}, t, sig)
+        p = gradient_flow(lb.loss, {"W1": W1, "W2": W2}, t, sig)
         return p["W2"] @ p["W1"]
 
-    # vmap of lambda_balanced.solve over trajectories stalls (batched per-time LAPACK QR; 8 × 1000
-    # times never finish on the 2-core CPU), so the closed-form batch is a lax.map loop.
-    return _row("lambda_balanced (d=4,h=3,c=3)*", closed, flow, batch, mapped=True)
+    return _row("lambda_balanced (d=4,h=3,c=3)", closed, flow, batch)
 
 
 def _scalar_linear(key):

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
+import numpy as np
 
 from sims import _checks
 from sims.gradient_flow import gradient_flow
@@ -53,6 +53,7 @@ __all__ = [
     "Solution",
     "PhaseDiagram",
     "solve",
+    "loss",
     "balanced_init",
     "imbalance",
     "ntk_kernel_distance",
@@ -70,6 +71,7 @@ class Solution(NamedTuple):
     q: jax.Array  # T + (d + c, h)     Q(t) = [W₁ᵀ; W₂](t) up to a rotation of the hidden space
     lam: jax.Array  # ()               λ = (W₂ᵀW₂ − W₁W₁ᵀ)_ii (conserved)
     kernel_distance: jax.Array  # T    NTK kernel distance from t = 0 (Fort et al. 2020)
+    t: jax.Array  # T                  the times
 
 
 class PhaseDiagram(NamedTuple):
@@ -136,65 +138,139 @@ def _prepare(W1_0, W2_0, sigma_yx, t):
 # ---------------------------------------------------------------------------------------------
 
 
-def _log_half_g(f, t):
-    """ℓ = ½ log g, g = (e^{2ft} − 1)/(2f) (= t at f = 0), without overflow: −∞ at t = 0."""
+def _log_h(f, t):
+    """log h with h = (1 − e^{−x})/x, x = 2|f|t (h → 1 as x → 0), so g = t e^{2 max(f, 0) t} h."""
     x = 2.0 * jnp.abs(f) * t
     small = x < 1e-8
     xs = jnp.where(small, 1.0, x)
-    log_h = jnp.where(small, -0.5 * x, jnp.log(-jnp.expm1(-xs) / xs))  # log((1 − e^{−x})/x)
-    return 0.5 * (2.0 * jnp.maximum(f, 0.0) * t + jnp.log(t) + log_h)
+    return jnp.where(small, -0.5 * x, jnp.log(-jnp.expm1(-xs) / xs))
 
 
-def _at_time(f, Wm, L0, t):
-    """Z(t) (n × h) in F's eigenbasis with X̃(t) = Z Zᵀ (steps 1–3 of the module docstring)."""
+def _safe_norm(x, axis):
+    """‖x‖ along ``axis`` with a zero (not NaN) derivative at x = 0."""
+    sq = jnp.sum(x * x, axis=axis)
+    pos = sq > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+
+
+def _reflect(v, beta, y):
+    """(I − β v vᵀ) y for column vectors along axis 0 (any trailing batch axes)."""
+    return y - (beta * jnp.sum(v * y, axis=0))[None] * v
+
+
+def _householder(cols, complete):
+    """Householder QR A = QR of a batch of small matrices given as a list of k columns (m, ...).
+
+    Rows run along axis 0 and the batch (here: the times) along the trailing axes, so every step is
+    an elementwise operation on whole time vectors: thousands of tiny QRs run as a few fused loops
+    instead of one LAPACK call each (those were ~20× slower, and XLA:CPU deadlocked on them once
+    vmapped; see ``benchmarks/bench_closed_form.py --hang``). Differentiable everywhere, including
+    all-zero columns (the reflection is then skipped).
+
+    Returns:
+      (q, r): q, the list of m (``complete``) or min(m, k) orthonormal columns (m, ...); r, the list
+      of the k columns (min(m, k), ...) of the upper-trapezoidal factor.
+    """
+    m = cols[0].shape[0]
+    p = min(m, len(cols))
+    cols = list(cols)
+    refl = []
+    for j in range(p):
+        x = cols[j][j:]
+        sign = jnp.where(x[0] >= 0, 1.0, -1.0).astype(x.dtype)
+        norm = _safe_norm(x, 0)
+        v = jnp.concatenate([(x[0] + sign * norm)[None], x[1:]], axis=0)
+        vv = norm * (norm + jnp.abs(x[0]))  # ½vᵀv
+        beta = jnp.where(vv > 0, 1.0 / jnp.where(vv > 0, vv, 1.0), 0.0)
+        refl.append((v, beta))
+        diag = jnp.where(vv > 0, -sign * norm, x[0])
+        cols[j] = jnp.concatenate([cols[j][:j], diag[None], jnp.zeros_like(x[1:])], axis=0)
+        for c in range(j + 1, len(cols)):
+            cols[c] = jnp.concatenate([cols[c][:j], _reflect(v, beta, cols[c][j:])], axis=0)
+    if complete is None:
+        return None, [col[:p] for col in cols]
+    eye = jnp.eye(m, dtype=cols[0].dtype)
+    q = []
+    for c in range(m if complete else p):
+        e = jnp.broadcast_to(eye[:, c].reshape((m,) + (1,) * (cols[0].ndim - 1)), cols[0].shape)
+        for j in reversed(range(p)):
+            v, beta = refl[j]
+            e = jnp.concatenate([e[:j], _reflect(v, beta, e[j:])], axis=0)
+        q.append(e)
+    return q, [col[:p] for col in cols]
+
+
+def _at_times(f, Wm, L0, t):
+    """Z(t) (n, h, N) in F's eigenbasis with X̃(t) = Z Zᵀ, for times t (N,) (module docstring 1–3).
+
+    Times run along the last axis and every step is elementwise over them (no per-time LAPACK
+    call): the graded H = [W; g^{1/2} L0] diag(e^{−m}) is factorised by :func:`_householder`.
+    """
     n, h = L0.shape
-    ell = _log_half_g(f, t)  # (n,)
-    # log|entry| of the lower block e^{ℓ_i} L0_ij; only i ≥ j can be non-zero (L0 lower-trapezoid).
-    rows = jnp.arange(n)[:, None]
-    cols = jnp.arange(h)[None, :]
-    tri = rows >= cols
-    abs_l0 = jnp.abs(L0)
-    log_l = jnp.where(
-        tri & (abs_l0 > 0), ell[:, None] + jnp.log(jnp.where(abs_l0 > 0, abs_l0, 1.0)), -jnp.inf
-    )
-    # Column scale m_j = log max(1, max_i e^{ℓ_i}|L0_ij|): the W block is ≤ 1 in magnitude.
-    m = jnp.maximum(jnp.max(log_l, axis=0), 0.0)  # (h,)
-    lower = jnp.sign(L0) * jnp.exp(log_l - m[None, :])
-    upper = Wm * jnp.exp(-m)[None, :]
-    omega, R = jnp.linalg.qr(jnp.concatenate([upper, lower], axis=0))
-    # Ω-form for growing rows: Z_i = e^{f_i t − ℓ_i} Ω_i (bounded factor).
-    z_omega = jnp.exp(f * t - ell)[:, None] * omega[h:]
-    # Triangular form: Z = E L0 diag(e^{−m}) R⁻¹, i.e. Zᵀ = R⁻ᵀ (L0 diag(e^{−m}))ᵀ E.
-    rhs = (L0 * jnp.exp(-m)[None, :]).T
-    z_tri = jnp.exp(jnp.minimum(f * t, 0.5))[:, None] * jsl.solve_triangular(R.T, rhs, lower=True).T
-    use_omega = (f * t > 0.5)[:, None]
-    return jnp.where(use_omega, z_omega, z_tri)
-
-
-_CHUNK = 256  # time points per batched QR (see _solve)
-
-
-@jax.custom_batching.custom_vmap
-def _solve_unbatched(W1, W2, sig, t):
-    return _solve_body(W1, W2, sig, t)
-
-
-@_solve_unbatched.def_vmap
-def _solve_vmap(axis_size, in_batched, W1, W2, sig, t):
-    """vmap over trajectories runs them one after another (``lax.map``): XLA:CPU deadlocked on the
-    single batched QR that plain batching produces for ~10⁴ small matrices."""
-    args = [
-        x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
-        for x, b in zip((W1, W2, sig, t), in_batched, strict=True)
+    dtype = L0.dtype
+    fp = jnp.maximum(f, 0.0)[:, None]  # (n, 1)
+    x = 2.0 * jnp.abs(f)[:, None] * t[None, :]
+    small = x < 1e-8
+    xs = jnp.where(small, 1.0, x)
+    hh = jnp.where(small, 1.0 - 0.5 * x, -jnp.expm1(-xs) / xs)  # (1 − e^{−x})/x, g = t e^{2f⁺t} h
+    pos = t > 0
+    t_safe = jnp.where(pos, t, 1.0)
+    # ℓ_j = ½ log g_j for the first h rows (the column scales): f⁺t + ½ log(t h).
+    ell = jnp.where(pos, fp[:h] * t + 0.5 * jnp.log(t_safe * hh[:h]), -jnp.inf)  # (h, N)
+    # Column scale m_j = max(0, ℓ_j + c_j), c_j = log max_i|L0_ij|: as ℓ_i ≤ ℓ_j for i ≥ j, every
+    # scaled entry e^{ℓ_i − m_j}|L0_ij| ≤ 1 (no overflow at t = 1e4). X is invariant to m.
+    col_max = jax.lax.stop_gradient(jnp.max(jnp.abs(L0), axis=0))
+    c = jnp.where(col_max > 0, jnp.log(jnp.where(col_max > 0, col_max, 1.0)), -jnp.inf)[:, None]
+    inv_scale = jnp.exp(-jnp.maximum(ell + c, 0.0))  # e^{−m_j}, (h, N)
+    # e^{ℓ_j − m_j} = e^{min(ℓ_j, −c_j)}, (h, N); capped for all-zero columns (saddle directions),
+    # whose entries are 0 but whose derivative e^{ℓ_j} must stay finite.
+    big = 0.5 * float(np.log(np.finfo(dtype).max))
+    top = jnp.exp(jnp.minimum(ell, jnp.where(col_max[:, None] > 0, -c, big)))
+    # e^{ℓ_i − ℓ_j} (i ≥ j) as running products of ρ_k = e^{ℓ_{k+1} − ℓ_k} ≤ 1: the log t terms
+    # cancel exactly, ρ_k = e^{(f⁺_{k+1} − f⁺_k)t} (h_{k+1}/h_k)^{1/2}; underflow to 0 is harmless.
+    rho = jnp.exp((fp[1:] - fp[:-1]) * t) * jnp.sqrt(hh[1:] / hh[:-1])  # (n − 1, N)
+    ones = jnp.ones_like(t)
+    lower = []  # columns j: (n, N), g_i^{1/2} L0_ij e^{−m_j}
+    for j in range(h):
+        run, decay = ones, [ones]
+        for k in range(j, n - 1):
+            run = run * rho[k]
+            decay.append(run)
+        col = L0[j:, j : j + 1] * (top[j] * jnp.stack(decay))
+        lower.append(jnp.concatenate([jnp.zeros((j, t.shape[0]), dtype), col], axis=0))
+    # Divide each column by its largest entry (at least e^{−m_j}, the size of its W block) so that
+    # the dominant entry is exactly ±1: two nearly parallel columns (an init missing the fastest
+    # mode) then cancel exactly in the reflection and keep their e^{−60}-sized difference.
+    # Column scaling leaves X unchanged, so its derivative is dropped.
+    s = [
+        jax.lax.stop_gradient(jnp.maximum(jnp.max(jnp.abs(lower[j]), axis=0), inv_scale[j]))
+        for j in range(h)
     ]
-    out = jax.lax.map(lambda a: _solve_unbatched(*a), tuple(args))
-    return out, jax.tree.map(lambda _: True, out)
+    lower = [lower[j] / s[j] for j in range(h)]
+    inv_scale = jnp.stack([inv_scale[j] / s[j] for j in range(h)])
+    upper = [Wm[:, j : j + 1] * inv_scale[j] for j in range(h)]  # (h, N) each
+    # H = ΩR (Householder: Ω orthonormal to working precision even when R is far from invertible,
+    # e.g. an init with no component on the fastest-growing eigenvector).
+    omega, r_cols = _householder(
+        [jnp.concatenate([upper[j], lower[j]], axis=0) for j in range(h)], complete=False
+    )
+    # Growing rows (f_it > ½): Z_i = e^{f_it − ℓ_i} Ω_i with e^{f_it − ℓ_i} = (t h_i)^{−1/2} bounded
+    # (no cancellation, unlike computing f_it − ℓ_i). Other rows: Z = E L0 diag(e^{−m}) R⁻¹ by
+    # forward substitution, with e^{f_it} ≤ e^{½}.
+    grow = f[:, None] * t[None, :] > 0.5  # (n, N)
+    r = jax.lax.rsqrt(jnp.where(grow, t_safe * hh, 1.0))
+    damp = jnp.exp(jnp.minimum(f[:, None] * t[None, :], 0.5))
+    z, tri = [], []
+    for j in range(h):
+        rhs = damp * L0[:, j : j + 1] * inv_scale[j]
+        for k in range(j):
+            rhs = rhs - r_cols[j][k] * tri[k]
+        tri.append(rhs / r_cols[j][j])
+        z.append(jnp.where(grow, r * omega[j][h:], tri[j]))
+    return jnp.stack(z, axis=1)
 
 
-_solve = jax.jit(_solve_unbatched)
-
-
-def _solve_body(W1, W2, sig, t):
+def _solve(W1, W2, sig, t):
     h, d = W1.shape
     c = W2.shape[0]
     lam, _ = imbalance(W1, W2)
@@ -208,22 +284,21 @@ def _solve_body(W1, W2, sig, t):
     f, V = jnp.linalg.eigh(F)
     f, V = f[::-1], V[:, ::-1]  # descending: the grading of step 2
     Qt = V.T @ jnp.concatenate([W1.T, W2], axis=0)  # (n, h)
-    Wm, Rb = jnp.linalg.qr(Qt.T, mode="complete")  # Q̃ᵀ = W R_b, W ∈ O(h)
-    L0 = jnp.triu(Rb).T  # (n, h) = Q̃W, exactly lower-trapezoidal
+    # Q̃ᵀ = W R_b (W ∈ O(h)), so L0 = Q̃W = R_bᵀ is lower-trapezoidal.
+    w_cols, rb_cols = _householder([Qt[i] for i in range(Qt.shape[0])], complete=True)
+    Wm = jnp.stack(w_cols, axis=1)  # (h, h)
+    # (n, h); zero columns beyond n when the hidden layer is wider than d + c.
+    L0 = jnp.stack([jnp.pad(col, (0, h - col.shape[0])) for col in rb_cols], axis=0)
     ts = t.reshape(-1)
-    # Times in chunks of ≤ _CHUNK: XLA:CPU was seen to deadlock on one batched QR/triangular solve
-    # over ~8,000 small matrices (0 % CPU, never returns); chunks of 256 run at the same speed.
-    n_t = ts.shape[0]
-    n_chunks = -(-n_t // _CHUNK)
-    padded = jnp.concatenate([ts, jnp.zeros(n_chunks * _CHUNK - n_t, ts.dtype)])
-    at_times = jax.vmap(lambda s: _at_time(f, Wm, L0, s))
-    Z = jax.lax.map(at_times, padded.reshape(n_chunks, _CHUNK))
-    Z = Z.reshape((n_chunks * _CHUNK,) + Z.shape[2:])[:n_t]  # (N, n, h)
-    Q = jnp.einsum("ij,tjk->tik", V, Z)
-    Qin, Qout = Q[:, :d], Q[:, d:]
-    w1tw1 = Qin @ jnp.swapaxes(Qin, -1, -2)
-    w2w2t = Qout @ jnp.swapaxes(Qout, -1, -2)
-    network = Qout @ jnp.swapaxes(Qin, -1, -2)
+    Z = _at_times(f, Wm, L0, ts)  # (n, h, N)
+    Q = jnp.einsum("ij,jkt->ikt", V, Z, precision=jax.lax.Precision.HIGHEST)
+    Qin, Qout = Q[:d], Q[d:]
+
+    def gram(A, B):  # A Bᵀ at every time as a broadcast sum over the hidden axis, time-minor
+        return jnp.moveaxis(jnp.sum(A[:, None] * B[None, :], axis=2), -1, 0)
+
+    w1tw1, w2w2t, network = gram(Qin, Qin), gram(Qout, Qout), gram(Qout, Qin)
+    Q = jnp.moveaxis(Q, -1, 0)
     dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
     shape = t.shape
     return Solution(
@@ -233,35 +308,68 @@ def _solve_body(W1, W2, sig, t):
         q=Q.reshape(shape + (d + c, h)),
         lam=lam,
         kernel_distance=dist.reshape(shape),
+        t=t,
     )
 
 
-def solve(W1_0: jax.Array, W2_0: jax.Array, sigma_yx: jax.Array, t: jax.Array) -> Solution:
-    """Exact gradient flow of f = W₂W₁x from any λ-balanced init (SPEC §1.4; position paper §6.1).
+_solve_jit = jax.jit(_solve)
+
+
+def solve(
+    W1_0: jax.Array,
+    W2_0: jax.Array,
+    sigma_yx: jax.Array,
+    t: jax.Array,
+    *,
+    eta: jax.Array | float = 1.0,
+) -> Solution:
+    """Exact gradient flow of f = W₂W₁x from any λ-balanced init (T Eq. 14, Definition G.1).
 
     .. math::
-        X(t) = \\begin{bmatrix} W_1^\\top W_1 & W_1^\\top W_2^\\top \\\\ W_2 W_1 & W_2W_2^\\top
-        \\end{bmatrix} = e^{Ft}Q_0[I + Q_0^\\top G(t) Q_0]^{-1}Q_0^\\top e^{Ft}
+        X(\\eta t) = \\begin{bmatrix} W_1^\\top W_1 & W_1^\\top W_2^\\top \\\\ W_2 W_1 & W_2W_2^\\top
+        \\end{bmatrix} = e^{F\\eta t}Q_0[I + Q_0^\\top G(\\eta t) Q_0]^{-1}Q_0^\\top e^{F\\eta t}
 
-    evaluated stably (module docstring) for any t ≥ 0 (finite at t = 1e4 and for inits of 1e-12);
-    aligned or not, any h, d, c. Task-aligned inits reduce to T Eq. 69 (position paper), whose
-    λ → 0 limit is Saxe's sigmoid and |λ| → ∞ limit the linear model's exponential (Eq. 70).
+    (Dominé et al. 2024, Thm 4.1) evaluated stably (module docstring) for any t ≥ 0 (finite at
+    t = 1e4 and for inits of 1e-12); aligned or not, any h, d, c. Task-aligned inits reduce to
+    T Eq. 69, whose λ → 0 limit is Saxe's sigmoid and |λ| → ∞ limit the linear model's
+    exponential (T Eq. 70). Differentiable (``jax.grad``, ``jax.jacfwd``) in every argument.
 
     Args:
       W1_0: (h, d) initial first layer W₁(0).
       W2_0: (c, h) initial second layer W₂(0); W₂ᵀW₂ − W₁W₁ᵀ must equal λI_h.
       sigma_yx: (c, d) input–output covariance Σ_yx = E[y xᵀ] (whitened inputs).
       t: times t ≥ 0, any shape T.
+      eta: learning rate η > 0 of the flow Ẇ = −η∇L (:func:`loss`).
 
     Returns:
       :class:`Solution` (network map W₂W₁, blocks W₁ᵀW₁, W₂W₂ᵀ, Q up to rotation, λ, NTK kernel
-      distance from init), each with leading shape T.
+      distance from init, t), each with leading shape T.
 
     Raises:
-      ValueError: shapes that don't match, non-finite inputs, t < 0, or an init that is not
-        λ-balanced (the message reports the size of the violation).
+      ValueError: shapes that don't match, non-finite inputs, t < 0, η ≤ 0, or an init that is
+        not λ-balanced (the message reports the size of the violation).
     """
-    return _solve(*_prepare(W1_0, W2_0, sigma_yx, t))
+    W1, W2, sig, t = _prepare(W1_0, W2_0, sigma_yx, t)
+    eta = _checks.as_float(eta, "eta")
+    _checks.check_shape(eta, "eta", (), "(a scalar)")
+    _checks.check_finite(eta, "eta")
+    _checks.check_positive(eta, "eta")
+    eta = eta.astype(t.dtype)
+    return _solve_jit(W1, W2, sig, eta * t)._replace(t=t)
+
+
+def loss(params: dict, sigma_yx: jax.Array) -> jax.Array:
+    """Raw-parameter loss the flow descends: ½‖W₂W₁ − Σ_yx‖²_F = ½E‖W₂W₁x − y‖² − const (whitened x).
+
+    Args:
+      params: ``{"W1": (h, d), "W2": (c, h)}``.
+      sigma_yx: (c, d) Σ_yx.
+
+    Returns:
+      () loss.
+    """
+    P = params["W2"] @ params["W1"]
+    return 0.5 * jnp.sum((P - sigma_yx) ** 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,18 +498,12 @@ def phase_diagram(
 # ---------------------------------------------------------------------------------------------
 
 
-def _loss(params, sig):
-    # ½E‖W₂W₁x − y‖² with E[xxᵀ] = I, up to the constant ½E‖y‖².
-    P = params["W2"] @ params["W1"]
-    return 0.5 * jnp.sum(P * P) - jnp.sum(sig * P)
-
-
 @jax.jit
 def _reference(W1, W2, sig, t):
     """Integrated raw-parameter flow for a batch of cases: (W₂W₁, W₁ᵀW₁, W₂W₂ᵀ) at the times t."""
 
     def one(W1, W2, sig, t):
-        ys = gradient_flow(_loss, {"W1": W1, "W2": W2}, t, sig, rtol=1e-13, atol=1e-16)
+        ys = gradient_flow(loss, {"W1": W1, "W2": W2}, t, sig, rtol=1e-13, atol=1e-16)
         A, B = ys["W1"], ys["W2"]
         return B @ A, jnp.swapaxes(A, -1, -2) @ A, B @ jnp.swapaxes(B, -1, -2)
 

@@ -173,10 +173,10 @@ def test_finite_tiny_init_long_time_saddle_vmap_and_no_recompile():
     np.testing.assert_allclose(
         batch[2], solve(inits[0][2], inits[1][2], sig, t).network, atol=1e-14
     )
-    n = lambda_balanced._solve._cache_size()
+    n = lambda_balanced._solve_jit._cache_size()
     for lam, s in ((0.3, 1.0), (-2.0, 0.01)):
         solve(*balanced_init(jax.random.key(1), 3, 2, 2, s, lam), sig, t)
-    assert lambda_balanced._solve._cache_size() == n
+    assert lambda_balanced._solve_jit._cache_size() == n
 
 
 def test_bad_input():
