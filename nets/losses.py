@@ -43,17 +43,21 @@ def mse(outputs: jax.Array, target: jax.Array, weights: jax.Array | None = None)
     return jnp.sum(per * weights) / jnp.sum(weights)
 
 
-def cross_entropy(logits: jax.Array, y: jax.Array) -> jax.Array:
+def cross_entropy(logits: jax.Array, y: jax.Array, weights: jax.Array | None = None) -> jax.Array:
     r"""Softmax cross-entropy :math:`-\frac1n\sum_i \log \mathrm{softmax}(f(x_i))_{y_i}`.
 
     Args:
       logits: f(x), shape (n, C).
       y: int labels, shape (n,).
+      weights: optional per-example weights (n,), normalised to sum 1.
 
     Returns:
       scalar loss.
     """
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, y))
+    per = optax.softmax_cross_entropy_with_integer_labels(logits, y)
+    if weights is None:
+        return jnp.mean(per)
+    return jnp.sum(per * weights) / jnp.sum(weights)
 
 
 def accuracy(outputs: jax.Array, y: jax.Array) -> jax.Array:

@@ -48,11 +48,16 @@ class TrainState(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """One minibatch: inputs x (B, ...), labels or targets y (B,) / (B, k), augmentation key."""
+    """One minibatch: inputs x (B, ...), labels or targets y (B,) / (B, k), augmentation key.
+
+    ``weights`` (B,), optional, weight the examples of the loss (normalised to sum 1), e.g. a
+    padding mask when a training set smaller than B is used full-batch.
+    """
 
     x: jax.Array
     y: jax.Array
     key: jax.Array
+    weights: jax.Array | None = None
 
 
 def _trainable_filter(last_layer_only: bool):
@@ -179,12 +184,26 @@ def scale_inputs(x: jax.Array, hp: HParams) -> jax.Array:
     return x
 
 
-def loss_value(program: Program, outputs: jax.Array, y: jax.Array, hp: HParams) -> jax.Array:
-    r"""The training loss of ``outputs`` (already × s_out): MSE to S·e_y/α, or cross-entropy."""
+def loss_value(
+    program: Program,
+    outputs: jax.Array,
+    y: jax.Array,
+    hp: HParams,
+    weights: jax.Array | None = None,
+) -> jax.Array:
+    r"""The training loss of ``outputs`` (already × s_out): MSE to S·e_y/α, or cross-entropy.
+
+    Args:
+      program: the static half (loss kind, C); outputs: (n, C); y: labels (n,) or targets;
+      hp: :class:`~nets.config.HParams` (S, α); weights: optional (n,) example weights.
+
+    Returns:
+      () loss.
+    """
     if program.config.loss == "ce":
-        return cross_entropy(outputs, y)
+        return cross_entropy(outputs, y, weights)
     scale = (hp.target_scale / hp.target_downscale).astype(outputs.dtype)
-    return mse(outputs, targets(y, program.num_classes, scale))
+    return mse(outputs, targets(y, program.num_classes, scale), weights)
 
 
 def _compute_cast(program: Program, tree):
@@ -228,7 +247,8 @@ def step(
         outputs = model(_compute_cast(program, x)).astype(hp.output_scale.dtype)
         _, _, new_rest = nnx.split(model, filt, ...)
         new_rest = jax.tree.map(lambda new, old: new.astype(old.dtype), new_rest, rest)
-        return loss_value(program, hp.output_scale * outputs, yb, hp), new_rest
+        loss = loss_value(program, hp.output_scale * outputs, yb, hp, batch.weights)
+        return loss, new_rest
 
     (loss, rest), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.trainable, state.rest)
     tx = _optimizer(program, hp, learning_rate(program, hp, state.step))

@@ -41,10 +41,10 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import nnx
 
 from lrrich import io
+from nets.config import HParams, TrainConfig
 from nets.data.sparse_parity import (
     SparseParityTask,
     make_sparse_parity,
@@ -52,6 +52,7 @@ from nets.data.sparse_parity import (
     sample_sparse_parity,
 )
 from nets.models import MLP
+from nets.step import Batch, Program, build, step
 from sims import emergence as em
 
 NAME = "emergence"
@@ -104,6 +105,23 @@ def init_networks(
     return graphdef, params
 
 
+def skill_trainer(
+    task: SparseParityTask, width: int, init_std: float, train: TrainConfig, steps: int
+) -> tuple[Program, HParams]:
+    """The :mod:`nets.step` program and hyper-parameters of the skill networks (½-MSE).
+
+    T Eq 4.5's ½-MSE, ½ Σ_b w_b (f_b − y_b)² / Σ_b w_b, is the library's MSE with output and
+    target scale 1/√2: (f/√2 − y/√2)² = ½ (f − y)², the same gradient (η is the SGD learning
+    rate of T Eq 5.2). The readout R_k uses the unscaled f.
+    """
+    model = MLP(task.in_dim, (width,), 1, activation="relu", init="normal", init_std=init_std,
+                rngs=nnx.Rngs(0))  # fmt: skip
+    half = 1 / np.sqrt(2.0)
+    cfg = dataclasses.replace(train, loss="mse", output_scale=half, target_scale=half)
+    program, _, hp = build(model, cfg, num_classes=1, steps_per_epoch=1, total_steps=steps)
+    return program, hp
+
+
 def train_skills(
     task: SparseParityTask,
     widths: Sequence[int],
@@ -112,7 +130,7 @@ def train_skills(
     steps: int,
     eval_every: int,
     batch: int,
-    optimizer: optax.GradientTransformation,
+    train: TrainConfig,
     init_std: float,
     n_eval: int,
     n_streams: int = 1,
@@ -120,10 +138,12 @@ def train_skills(
 ) -> np.ndarray:
     """Train n_streams × len(widths) 2-layer ReLU MLPs on ½-MSE; R_k/S every ``eval_every`` steps.
 
-    One jitted program for all networks: an outer ``lax.scan`` over evaluations, an inner scan
-    over steps. Each of the ``n_streams`` data streams feeds ``len(widths)`` networks (one per
-    width, independent initialisations). A stream is either fresh samples drawn on device every
-    step (``data=None``, D → ∞) or a fixed training set: ``data = (x, y, size)`` with x of shape
+    The networks are a ``jax.vmap`` (over streams and widths) of the library's one training step
+    :func:`nets.step.step` (optimizer, learning rate and weight decay from ``train``), inside one
+    jitted program: an outer ``lax.scan`` over evaluations, an inner scan over steps. Each of the
+    ``n_streams`` data streams feeds ``len(widths)`` networks (one per width, independent
+    initialisations). A stream is either fresh samples drawn on device every step (``data=None``,
+    D → ∞) or a fixed training set: ``data = (x, y, size)`` with x of shape
     (n_streams, D_pad, n_s + n_b), y (n_streams, D_pad) and the set sizes D (n_streams,); a set
     with D ≤ ``batch`` is used full-batch, a larger one through minibatches of ``batch`` samples
     drawn with replacement. R_k/S = E[f g_k]/S (T Eq 4.7) on ``n_eval`` held-out samples per skill.
@@ -131,7 +151,8 @@ def train_skills(
     Args:
       task: the task; widths: (K,) hidden widths; key: PRNG key (init, batches, held-out set).
       steps, eval_every: training steps and evaluation interval (steps // eval_every intervals).
-      batch: samples per step; optimizer: optax transformation (element-wise, e.g. sgd, adamw).
+      batch: samples per step; train: the optimizer part of a :class:`nets.TrainConfig`
+        (``optimizer``, ``lr``, ``momentum``, ``weight_decay``, Adam's moments; constant schedule).
       init_std: weight init std; n_eval: held-out samples per skill.
       n_streams: number of data streams G; data: fixed training sets or ``None``.
 
@@ -150,19 +171,21 @@ def train_skills(
         )
     k_init, k_train, k_eval = jax.random.split(key, 3)
     graphdef, params = init_networks(task, list(widths) * G, init_std, k_init)
-    params = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), params)
+    program, hp = skill_trainer(task, max(int(w) for w in widths), init_std, train, steps)
+    state = jax.vmap(lambda p: program.init(nnx.merge(graphdef, p), hp))(params)
+    state = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), state)
     held_out = jax.jit(
         jax.vmap(lambda k: sample_skill(jax.random.fold_in(k_eval, k), task, k, n_eval)[:2])
     )(jnp.arange(task.n_s))
     ev_x = held_out[0].reshape(task.n_s * n_eval, task.in_dim)  # (n_s n_eval, n_s + n_b)
     ev_y = held_out[1]  # (n_s, n_eval), y = S g_k
 
-    def apply(p, x):
-        return nnx.merge(graphdef, p)(x)[:, 0]
+    def measure(st):
+        def f(s):  # the unscaled network output f(x)
+            return nnx.merge(program.graphdef_eval, s.trainable, s.rest)(ev_x)[:, 0]
 
-    def measure(p):
-        f = jax.vmap(jax.vmap(lambda q: apply(q, ev_x)))(p).reshape(G, K, task.n_s, n_eval)
-        return jnp.mean(f * ev_y, -1) / task.S**2
+        out = jax.vmap(jax.vmap(f))(st).reshape(G, K, task.n_s, n_eval)
+        return jnp.mean(out * ev_y, -1) / task.S**2
 
     def fresh_batch(k):
         b = sample_sparse_parity(k, task, batch)
@@ -174,32 +197,28 @@ def train_skills(
         w = jnp.where(full, jnp.arange(batch) < size, True).astype(y.dtype)
         return x[idx], y[idx], w
 
-    def loss(p, x, y, w):  # Σ over networks of ½ Σ_b w_b (f_b − y_b)² / Σ_b w_b
-        f = jax.vmap(jax.vmap(apply, (0, None)))(p, x)  # (G, K, B)
-        return 0.5 * jnp.sum(
-            jnp.sum(w[:, None] * (f - y[:, None]) ** 2, -1) / jnp.sum(w, -1)[:, None]
-        )
+    def one_step(st, x, y, w):  # one network, one minibatch (no augmentation: the key is unused)
+        return step(program, st, Batch(x, y, k_train, w), hp)[0]
 
-    def step(carry, k, sets):
-        p, s = carry
+    def train_step(st, k, sets):
         keys = jax.random.split(k, G)
         x, y, w = (
             jax.vmap(fresh_batch)(keys) if sets is None else jax.vmap(fixed_batch)(keys, *sets)
         )
-        u, s = optimizer.update(jax.grad(loss)(p, x, y, w), s, p)
-        return (optax.apply_updates(p, u), s), None
+        # streams × widths: every network of stream g sees stream g's minibatch
+        return jax.vmap(jax.vmap(one_step, (0, None, None, None)))(st, x, y, w), None
 
     @jax.jit
-    def run(p, sets):  # training sets are arguments, not constants baked into the program
+    def run(st, sets):  # training sets are arguments, not constants baked into the program
         def chunk(carry, i):
             keys = jax.random.split(jax.random.fold_in(k_train, i), eval_every)
-            carry, _ = jax.lax.scan(lambda c, k: step(c, k, sets), carry, keys)
-            return carry, measure(carry[0])
+            carry, _ = jax.lax.scan(lambda c, k: train_step(c, k, sets), carry, keys)
+            return carry, measure(carry)
 
-        _, R = jax.lax.scan(chunk, (p, optimizer.init(p)), jnp.arange(steps // eval_every))
-        return jnp.concatenate([measure(p)[None], R])  # (n_points, G, K, n_s)
+        _, R = jax.lax.scan(chunk, st, jnp.arange(steps // eval_every))
+        return jnp.concatenate([measure(st)[None], R])  # (n_points, G, K, n_s)
 
-    return np.moveaxis(np.asarray(run(params, data)), 0, 2)
+    return np.moveaxis(np.asarray(run(state, data)), 0, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,7 +368,7 @@ def _time_nets(config: Config, n_s: int, steps: int) -> dict:
         steps=steps,
         eval_every=config.time_eval_every,
         batch=config.time_batch,
-        optimizer=optax.sgd(config.lr),
+        train=TrainConfig(optimizer="sgd", lr=config.lr),
         init_std=config.init_std,
         n_eval=config.n_eval,
         n_streams=config.n_seeds,
@@ -405,7 +424,7 @@ def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
         steps=steps,
         eval_every=steps,
         batch=config.data_batch,
-        optimizer=optax.sgd(config.lr),
+        train=TrainConfig(optimizer="sgd", lr=config.lr),
         init_std=config.init_std,
         n_eval=config.n_eval,
         n_streams=len(d),
@@ -443,7 +462,9 @@ def _width_nets(config: Config, n_s: int, widths: Sequence[int], steps: int) -> 
         steps=steps,
         eval_every=steps,
         batch=config.width_batch,
-        optimizer=optax.adamw(config.width_lr, weight_decay=config.width_weight_decay),
+        train=TrainConfig(
+            optimizer="adamw", lr=config.width_lr, weight_decay=config.width_weight_decay
+        ),
         init_std=config.init_std,
         n_eval=config.n_eval,
         n_streams=config.n_seeds,
