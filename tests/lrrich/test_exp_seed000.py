@@ -1,5 +1,6 @@
-"""The seed 000 MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) at a
-tiny scale: results structure, figures, report and — where a tiny run shows it — the direction."""
+"""The seed 000 MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) on
+small slices of the real mnist5k digits: results structure, figures, report, the paper-vs-measured
+rows and — where a tiny run shows it — the direction."""
 
 import math
 
@@ -7,8 +8,24 @@ import numpy as np
 import pytest
 
 from lrrich import io
-from lrrich.experiments import _seed000, encoded_labels, target_downscaling, weight_decay_tiny_lr
+from lrrich.experiments import (
+    _comparison,
+    _seed000,
+    encoded_labels,
+    target_downscaling,
+    weight_decay_tiny_lr,
+)
+from lrrich.experiments import _image_runs as common
 from lrrich.runner import run_experiment
+
+
+def _comparison_ok(res, dataset="mnist5k"):
+    rows = res["comparison"]
+    assert rows
+    for r in rows:
+        assert set(r) == {"quantity", "paper", "measured", "dataset", "scale", "verdict", "note"}
+        assert r["verdict"] in _comparison.VERDICTS and r["dataset"].startswith(dataset)
+    return {r["quantity"]: r for r in rows}
 
 
 def _report_ok(run_dir, figures):
@@ -20,7 +37,7 @@ def _report_ok(run_dir, figures):
 
 
 def test_encoded_labels_rich_follows_the_code(tmp_path):
-    cfg = encoded_labels.Config(width=64, depth=2, epochs=40, log_points=2)
+    cfg = encoded_labels.Config(n_train=2000, width=64, depth=2, epochs=50, log_points=2)
     res = run_experiment(encoded_labels.NAME, cfg, tmp_path)
     s = res["summary"]
     _report_ok(tmp_path, ["encoded_labels.png"])
@@ -28,11 +45,15 @@ def test_encoded_labels_rich_follows_the_code(tmp_path):
         assert 0 <= s[f"{mode}_dlr"] <= 1
         assert len(res["histories"][mode]["step"]) >= 2
     # Full backprop fits the training set through the code and follows the random test code;
-    # the lazy network still reads the image (seed 000 Fig 1 direction).
+    # the lazy network still reads the image (seed 000 Fig 1 direction; measured on this
+    # 750-step slice: 88 % code-following, test accuracy 22 % vs 56 %).
     assert s["rich_train_acc"] == 1.0
-    assert s["rich_test_follows_code"] > 0.8
-    assert s["lazy_test_acc"] > s["rich_test_acc"] + 0.3
+    assert s["rich_test_follows_code"] > 0.7
+    assert s["lazy_test_acc"] > s["rich_test_acc"] + 0.2
     assert s["rich_dlr"] < s["lazy_dlr"]
+    rows = _comparison_ok(res)
+    assert rows["test D_LR rich / lazy"]["verdict"] != "not reproduced"
+    assert res["dataset"] == {"name": "mnist5k", "n_train": 2000, "n_test": 1000}
 
 
 def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
@@ -46,6 +67,8 @@ def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
     for key in ("dlr", "s_init", "param_norm", "nc1", "dlr_test", "test_acc"):
         assert all(math.isfinite(r[key]) for r in table)
     assert res["summary"]["dlr_monotone"] is True
+    rows = _comparison_ok(res)
+    assert rows["D_LR vs alpha (Spearman)"]["verdict"] == "reproduced"
 
 
 def test_target_downscaling_rejects_bad_alphas(tmp_path):
@@ -54,7 +77,9 @@ def test_target_downscaling_rejects_bad_alphas(tmp_path):
 
 
 def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
-    cfg = weight_decay_tiny_lr.Config(width=64, depth=2, epochs=40, log_points=4)
+    cfg = weight_decay_tiny_lr.Config(
+        n_train=1000, width=64, depth=2, epochs=40, weight_decay=3.0, log_points=4
+    )
     res = run_experiment(weight_decay_tiny_lr.NAME, cfg, tmp_path)
     s = res["summary"]
     _report_ok(tmp_path, ["measures_vs_step.png"])
@@ -65,13 +90,25 @@ def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
     assert s["s_init_f64_final"] > 0.01  # the kernel moved: "richer" by S_init
     assert len(res["curves"]["step"]) == 5
     assert io.read_json(tmp_path / "results.json")["summary"]["dlr_init"] == s["dlr_init"]
+    rows = _comparison_ok(res)
+    assert rows["train / test accuracy final"]["verdict"] != "not reproduced"
+    finite = [v for v in res["curves"]["dlr"] if math.isfinite(v)]
+    assert s["dlr_last_defined"] == finite[-1]
+
+
+def test_comparison_rows_reject_unknown_verdicts():
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        _comparison.row("q", 1, 2, dataset="d", scale="s", verdict="almost")
+    assert _comparison.judge(True, False) == "reproduced"
+    assert _comparison.judge(False, True) == "direction reproduced"
+    assert _comparison.judge(False, False) == "not reproduced"
 
 
 def test_measures_against_direct_formulas():
     """S_init, ‖θ‖² and D_LR of _seed000.measures against naive n×n kernel computations."""
-    data = _seed000.load_data("digits", n_train=200)
-    m0 = _seed000.make_mlp(data, width=16, depth=1, seed=0)
-    m1 = _seed000.make_mlp(data, width=16, depth=1, seed=1)
+    data = common.load_task("mnist5k", n_train=200)
+    m0 = common.build_model("mlp", data, width=16, depth=1, seed=0)
+    m1 = common.build_model("mlp", data, width=16, depth=1, seed=1)
     x, y = data.x_train, data.y_train
     got = _seed000.measures(m1, m0, x, y)
     phi0, _ = _seed000.forward(m0, x)
