@@ -43,6 +43,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lrrich.experiments import _comparison
+from lrrich.experiments import _image_runs as common
+
 NAME = "grokking-mlp"
 DESCRIPTION = (
     "T §6.4.3 Table 6.1 / Fig 6.5: grokking in a 4-layer tanh MLP removed by raising γ₊ "
@@ -78,7 +81,8 @@ class Config:
 
     Attributes:
       seed: PRNG seed of the init (shared by all variants), the data order and the subset.
-      dataset: ``'digits'`` (offline) or ``'mnist'`` (TFDS, the [data] extra).
+      dataset: ``'mnist5k'`` (real MNIST, offline), ``'mnist'`` (TFDS, the [data] extra) or
+        ``'digits'`` (8×8 digits, smoke tests).
       data_dir: TFDS folder for MNIST (None: ``~/tensorflow_datasets``).
       n_train: training images (1,000 in the paper).
       depth: number of linear layers (hidden layers = depth − 1).
@@ -100,7 +104,7 @@ class Config:
     """
 
     seed: int = 0
-    dataset: str = "digits"
+    dataset: str = "mnist5k"
     data_dir: str | None = None
     n_train: int = 1000
     depth: int = 4
@@ -130,27 +134,11 @@ SCALES = {
 
 
 def _load(config: Config):
-    from nets.data import load
-
-    if config.dataset == "digits":
-        data = load("digits")
-        if config.n_train < len(data.x_train):
-            keep = np.sort(
-                np.random.default_rng(config.seed).choice(
-                    len(data.x_train), config.n_train, replace=False
-                )
-            )
-            data = data._replace(x_train=data.x_train[keep], y_train=data.y_train[keep])
-        return data
-    if config.dataset == "mnist":
-        return load(
-            "mnist",
-            data_dir=config.data_dir,
-            n_train=config.n_train,
-            flatten=True,
-            seed=config.seed,
-        )
-    raise ValueError(f"dataset must be 'digits' or 'mnist', got {config.dataset!r}")
+    if config.dataset not in ("mnist5k", "digits", "mnist"):
+        raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
+    return common.load_task(
+        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
+    )
 
 
 def train_config(config: Config, variant: str):
@@ -195,9 +183,7 @@ def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float
 
 def run(config: Config, run_dir: Path) -> dict:
     """Train every variant from the same init; returns the curves and the delays per variant."""
-    from flax import nnx
-
-    from nets import MLP, train
+    from nets import train
 
     if "default" not in config.variants:
         raise ValueError(f"variants must include 'default', got {config.variants}")
@@ -207,16 +193,16 @@ def run(config: Config, run_dir: Path) -> dict:
     if config.depth < 2:
         raise ValueError(f"depth must be ≥ 2 (hidden layers + readout), got {config.depth}")
     data = _load(config)
-    in_dim = int(np.prod(data.input_shape))
     curves, train_seconds = {}, {}
     for variant in config.variants:
-        model = MLP(
-            in_dim,
-            (config.width,) * (config.depth - 1),
-            data.num_classes,
+        model = common.build_model(
+            "mlp",
+            data,
+            width=config.width,
+            depth=config.depth - 1,
+            seed=config.seed,
             activation=config.activation,
             init="flax",  # LeCun normal, zero biases (T §6.4.3)
-            rngs=nnx.Rngs(config.seed),
         )
         _, hist = train(
             model,
@@ -258,7 +244,51 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "curves": curves,
         "timing": {f"train_s_{v}": s for v, s in train_seconds.items()},
+        "comparison": comparison(summary, config, _comparison.dataset_text(data)),
     }
+
+
+def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
+    """Paper vs measured (T Table 6.1 / Fig 6.5). A delay counts as removed when it is at most
+    two log intervals (the resolution of t_fit and t_gen); the default's plateau counts as
+    reproduced when it generalises later than that, as "direction reproduced" when it has not
+    generalised by the end of the run (the plateau is there, the grokking is not seen)."""
+    scale = (
+        f"tanh MLP depth {config.depth} width {config.width}, Adam, {config.steps} steps, "
+        f"t_gen at {config.test_fraction:.0%} of the best final test accuracy"
+    )
+    tol = 2 * config.log_every
+    delay = s["delay_default"]
+    rows = [
+        _comparison.row(
+            "generalisation delay, default (w = 5, S = 3)",
+            "long plateau, then generalises (Fig 6.5a)",
+            "not generalised by the end" if delay is None else f"{delay:.0f} steps",
+            dataset=dataset,
+            scale=scale,
+            verdict="direction reproduced"
+            if delay is None
+            else ("reproduced" if delay > tol else "not reproduced"),
+            note=f"default test accuracy at the end {s['test_acc_default']:.1%}, threshold "
+            f"{s['test_threshold']:.1%}",
+        )
+    ]
+    for v in config.variants:
+        if v == "default":
+            continue
+        d = s[f"delay_{v}"]
+        rows.append(
+            _comparison.row(
+                f"generalisation delay, {v.replace('_', ' ')}",
+                "none (Fig 6.5b-e)",
+                "not generalised" if d is None else f"{d:.0f} steps",
+                dataset=dataset,
+                scale=scale,
+                verdict="reproduced" if d is not None and d <= tol else "not reproduced",
+                note=f"final test accuracy {s[f'test_acc_{v}']:.1%}",
+            )
+        )
+    return rows
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -54,7 +54,8 @@ def test_variants_move_exactly_the_table_6_1_knob():
 
 def test_registered_with_small_and_paper_scales():
     e = registry.get("grokking-mlp")
-    assert e.config("paper").dataset == "mnist" and e.config("small").dataset == "digits"
+    assert e.config("paper").dataset == "mnist" and e.config("small").dataset == "mnist5k"
+    assert e.config("small").n_train == 1000  # T §6.4.3: 1,000 MNIST images
 
 
 def test_tiny_run_writes_results_and_fixes_generalise_first(tmp_path):
@@ -68,6 +69,13 @@ def test_tiny_run_writes_results_and_fixes_generalise_first(tmp_path):
     acc = {v: res["curves"][v]["test_acc"][-1] for v in TINY.variants}
     assert acc["weight_downscaling"] > acc["default"] + 0.15
     assert acc["output_downscaling"] > acc["default"] + 0.15
+    rows = {r["quantity"]: r for r in res["comparison"]}
+    assert set(rows) == {
+        "generalisation delay, default (w = 5, S = 3)",
+        "generalisation delay, weight downscaling",
+        "generalisation delay, output downscaling",
+    }
+    assert all(r["dataset"] == "mnist5k (256 train / 1,000 test)" for r in rows.values())
     if s["max_delay_fixes"] is not None:
         assert s["delay_default"] is None or s["delay_default"] > s["max_delay_fixes"]
     for name in ("grokking_mlp.png", "grokking_mlp_dlr.png", "report.md"):

@@ -55,6 +55,11 @@ def test_tiny_run_writes_results_figures_report(tmp_path):
     # Headline numbers are read off the logged curves at the decomposition steps.
     assert s["dlr_before"] == c["dlr_test"][1] and s["dlr_after"] == c["dlr_test"][4]
     assert s["test_acc_after"] == c["test_acc"][4]
+    rows = {r["quantity"]: r for r in res["comparison"]}
+    assert rows["test D_LR before / after grokking"]["measured"] == (
+        f"{s['dlr_before']:.2f} / {s['dlr_after']:.2f}"
+    )
+    assert all(r["dataset"].startswith("a / b mod 11") for r in rows.values())
     # The decomposition's D_LR (full test set) is the logged one (eval subset = full set here).
     d = res["decomposition"]
     assert set(d) == {"10", "40"}

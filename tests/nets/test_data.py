@@ -1,4 +1,5 @@
-"""Generated tasks, .npz files, the TFDS front end and ``load``."""
+"""Generated tasks, .npz files, the TFDS front end and ``load`` (mnist5k and IDX files:
+test_data_mnist5k.py, test_data_idx.py)."""
 
 import importlib.util
 
@@ -77,4 +78,4 @@ def test_tfds_missing_says_what_to_do(tmp_path):
 def test_unknown_dataset_lists_choices():
     with pytest.raises(ValueError, match="digits"):
         load("imagenet")
-    assert {"digits", "mnist", "cifar10", "npz"} <= set(LOADERS)
+    assert {"digits", "mnist", "cifar10", "npz", "mnist5k", "fashion_mnist", "idx"} <= set(LOADERS)
