@@ -24,11 +24,15 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lrrich import io, runfolder
 from lrrich.registry import get, register
+
+if TYPE_CHECKING:
+    from lrrich.executors import SlurmOptions
 
 SWEEP_CONFIG = "sweep_config.json"
 STATUS = "status.json"
@@ -212,7 +216,7 @@ def run_sweep(
     yes: bool = False,
     progress: bool = True,
     executor: str = "local",
-    slurm=None,
+    slurm: SlurmOptions | None = None,
     shard: tuple[int, int] | None = None,
     vmap: bool = False,
     fixed: dict[str, str] | None = None,
@@ -267,7 +271,9 @@ def run_sweep(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
         )
     sweep_dir = Path(sweep_dir)
-    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": fixed}
+    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds}
+    if fixed:
+        meta["set"] = fixed
     _check_sweep_folder(sweep_dir, meta)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(sweep_dir / SWEEP_CONFIG, meta)
@@ -282,9 +288,10 @@ def run_sweep(
         if queued:
             log(f"{len(queued)} points are still queued or running on SLURM; not submitted again")
         todo = [i for i in todo if i not in queued]
-    log(f"{name}: {len(mine) - len(todo)} of {len(mine)} points done, running {len(todo)}")
+    finished = sum(point_status(point_dir(sweep_dir, points[i]))["status"] in DONE for i in mine)
+    log(f"{name}: {finished} of {len(mine)} points done, {len(todo)} to run")
     if vmap and todo:
-        todo = _run_vmapped(exp, [configs[i] for i in todo], points, todo, sweep_dir, log)
+        todo = _run_vmapped(exp, scale, [configs[i] for i in todo], points, todo, sweep_dir, log)
     shared = jobs > 1 or (executor == "slurm" and slurm is not None and slurm.cluster == "local")
     args = [
         (name, exp.module, scale, overrides[i], str(point_dir(sweep_dir, points[i])), shared)
@@ -334,7 +341,7 @@ def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
         bar.close()
 
 
-def _run_vmapped(exp, configs, points, todo, sweep_dir, log) -> list[int]:
+def _run_vmapped(exp, scale: str, configs, points, todo, sweep_dir, log) -> list[int]:
     """Run ``todo`` through ``lrrich.sweep_vmap``; returns the points left for processes."""
     try:
         from lrrich import sweep_vmap
@@ -343,9 +350,12 @@ def _run_vmapped(exp, configs, points, todo, sweep_dir, log) -> list[int]:
         return todo
     dirs = [point_dir(sweep_dir, points[i]) for i in todo]
     try:
-        sweep_vmap.run_points(exp, configs, dirs)
+        sweep_vmap.run_points(exp, configs, dirs, scale=scale)
     except sweep_vmap.VmapUnsupported as e:
         log(f"--vmap: {e}; running the points as processes")
+        return todo
+    except Exception as e:  # one vmapped program failed: the points still run, one by one
+        log(f"--vmap failed ({type(e).__name__}: {e}); running the points as processes")
         return todo
     return [i for i, d in zip(todo, dirs, strict=True) if point_status(d)["status"] not in DONE]
 

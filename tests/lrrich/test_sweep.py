@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
+import lrrich
 from lrrich import cli, io, sweep
 from lrrich.sweep import grid_points, parse_grid, parse_shard, point_dir, run_sweep
 from tests.lrrich import toy_experiment
@@ -160,21 +161,34 @@ def test_parse_shard_rejects_bad_text(monkeypatch):
         parse_shard("slurm")
 
 
-def test_vmap_falls_back_to_processes_with_one_line(tmp_path, monkeypatch, capsys):
+def _use_module(monkeypatch, fake):
+    """Stand in ``fake`` for lrrich.sweep_vmap (imported or not yet)."""
+    monkeypatch.setitem(sys.modules, "lrrich.sweep_vmap", fake)
+    monkeypatch.setattr(lrrich, "sweep_vmap", fake, raising=False)
+
+
+class _VmapUnsupported(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "error, line",
+    [
+        (_VmapUnsupported("toy has no vmapped form"), "--vmap: toy has no vmapped form"),
+        (RuntimeError("XLA ran out of memory"), "--vmap failed (RuntimeError: XLA ran out of"),
+    ],
+)
+def test_vmap_falls_back_to_processes_with_one_line(tmp_path, monkeypatch, capsys, error, line):
     fake = types.ModuleType("lrrich.sweep_vmap")
 
-    class VmapUnsupported(Exception):
-        pass
+    def run_points(exp, configs, run_dirs, scale):
+        raise error
 
-    def run_points(exp, configs, run_dirs):
-        raise VmapUnsupported("toy has no vmapped form")
-
-    fake.VmapUnsupported, fake.run_points = VmapUnsupported, run_points
-    monkeypatch.setitem(sys.modules, "lrrich.sweep_vmap", fake)
+    fake.VmapUnsupported, fake.run_points = _VmapUnsupported, run_points
+    _use_module(monkeypatch, fake)
     out = run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, vmap=True)
-    assert "--vmap: toy has no vmapped form; running the points as processes" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert line in err and "running the points as processes" in err
     assert [p["status"] for p in out["points"]] == ["finished", "finished"]
 
 
@@ -183,18 +197,18 @@ def test_vmap_runs_the_unfinished_points_in_one_call(tmp_path, monkeypatch):
     fake = types.ModuleType("lrrich.sweep_vmap")
     fake.VmapUnsupported = type("VmapUnsupported", (Exception,), {})
 
-    def run_points(exp, configs, run_dirs):
-        calls.append(([c.scale for c in configs], [d.name for d in run_dirs]))
+    def run_points(exp, configs, run_dirs, scale):
+        calls.append(([c.scale for c in configs], [d.name for d in run_dirs], scale))
         for c, d in zip(configs, run_dirs, strict=True):
             io.write_json(d / "results.json", {"status": "finished", "summary": {"y": -c.scale}})
         return []
 
     fake.run_points = run_points
-    monkeypatch.setitem(sys.modules, "lrrich.sweep_vmap", fake)
+    _use_module(monkeypatch, fake)
     grid = parse_grid(["scale=1,2"])
     run_sweep("toy", grid, tmp_path, vmap=True, progress=False, shard=(1, 2))
     out = run_sweep("toy", grid, tmp_path, vmap=True, progress=False)
-    assert calls == [([2.0], ["scale=2,seed=0"]), ([1.0], ["scale=1,seed=0"])]
+    assert calls == [([2.0], ["scale=2,seed=0"], "small"), ([1.0], ["scale=1,seed=0"], "small")]
     assert {r["point"]["scale"]: r["y"]["mean"] for r in out["rows"]} == {"1": -1.0, "2": -2.0}
 
 
