@@ -102,7 +102,7 @@ def _saxe(key):
     batch = (jnp.stack([i.w1 for i in inits]), jnp.stack([i.w2 for i in inits]))
 
     def closed(w1, w2):
-        return saxe.solve(sigma_yx, w1, w2, t).network_map
+        return saxe.solve(w1, w2, sigma_yx, t).network_map
 
     def flow(w1, w2):
         p = gradient_flow(saxe.loss, saxe.SaxeInit(w1, w2), t, sigma_yx, atol=1e-30)
@@ -148,7 +148,7 @@ def _scalar_linear(key):
         return r.a, r.b
 
     def flow(a0, b0):
-        y = gradient_flow(sl._loss, {"a": a0, "b": b0}, t, args)
+        y = gradient_flow(sl.loss, {"a": a0, "b": b0}, t, args)
         return y["a"], y["b"]
 
     return _row("scalar_linear (p=64)", closed, flow, batch)
@@ -161,7 +161,7 @@ def _single_neuron(key):
     t = jnp.linspace(0.0, 30.0, N_TIMES)
 
     def closed(a, w, ea, ew):
-        r = sn.solve(a, w, beta_star, t, ea, ew)
+        r = sn.solve(a, w, beta_star, t, eta_a=ea, eta_w=ew)
         return r.a, r.w
 
     def flow(a, w, ea, ew):

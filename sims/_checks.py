@@ -6,9 +6,34 @@ Checks on concrete values (finite, positive, whitened) run only when the value i
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+
+class Float64Warning(UserWarning):
+    """A float64 input met a session with x64 off: the answer would be float32 (see :mod:`sims`)."""
+
+
+def warn_if_float64_dropped(x, name: str) -> None:
+    """Warn (once per call site) when ``x`` is float64 but x64 is off, naming the fix.
+
+    JAX canonicalises float64 to float32 unless x64 is enabled, so a float64 NumPy array would
+    silently give a float32 answer (1e-7 instead of 1e-15 accuracy).
+    """
+    if jax.config.jax_enable_x64:
+        return
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and np.dtype(dtype) == np.float64:
+        warnings.warn(
+            f"{name} is float64 but JAX's x64 mode is off, so sims would compute in float32; "
+            "wrap the call in `with jax.enable_x64(True):` (or set "
+            "jax.config.update('jax_enable_x64', True) at the entry point) for float64 answers",
+            Float64Warning,
+            stacklevel=3,
+        )
 
 
 def is_concrete(x) -> bool:
@@ -17,7 +42,11 @@ def is_concrete(x) -> bool:
 
 
 def as_float(x, name: str) -> jax.Array:
-    """``x`` as a floating JAX array (integers promoted to the default float dtype)."""
+    """``x`` as a floating JAX array (integers promoted to the default float dtype).
+
+    Warns with :class:`Float64Warning` when a float64 ``x`` would silently become float32.
+    """
+    warn_if_float64_dropped(x, name)
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
@@ -47,3 +76,26 @@ def check_shape(x, name: str, shape: tuple, what: str = "") -> None:
     if not ok:
         want = tuple("*" if e is None else e for e in shape)
         raise ValueError(f"{name} must have shape {want}{' ' + what if what else ''}, got {s}")
+
+
+def legacy_args(func: str, args: tuple, names: tuple[str, ...], given: dict) -> dict:
+    """Map deprecated positional ``args`` onto the keyword-only ``names`` of ``func``, warning once.
+
+    ``given`` holds the keyword values the caller passed explicitly (``None`` when not passed);
+    an argument given both ways is an error.
+    """
+    if len(args) > len(names):
+        raise TypeError(f"{func} takes at most {len(names)} rates/options after t, got {len(args)}")
+    out = {}
+    if args:
+        warnings.warn(
+            f"{func}: passing {', '.join(names[: len(args)])} positionally is deprecated; "
+            f"pass them by keyword ({', '.join(n + '=...' for n in names[: len(args)])})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    for name, value in zip(names, args, strict=False):
+        if given.get(name) is not None:
+            raise TypeError(f"{func} got {name} both positionally and by keyword")
+        out[name] = value
+    return out

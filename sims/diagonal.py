@@ -1,7 +1,7 @@
 r"""Diagonal linear network f(x) = Σ_i x_i a_i b_i: exact gradient flow, balanced or not (T §3.3–3.4).
 
 Setup (T Eq. 3.1–3.3): E[x_i x_j] = σ_i² δ_ij, target f*(x) = Σ_i x_i S_i, loss
-L = ½ E[(f − f*)²] = ½ Σ_i σ_i² (a_i b_i − S_i)², gradient flow θ̇ = −η ∇_θ L (η = ``lr``, default 1).
+L = ½ E[(f − f*)²] = ½ Σ_i σ_i² (a_i b_i − S_i)², gradient flow θ̇ = −η ∇_θ L (η = ``eta``, default 1).
 The modes decouple (T Eq. 3.6, A.16):
 
 .. math::  \dot a_i = −η σ_i² b_i (a_i b_i − S_i), \qquad \dot b_i = −η σ_i² a_i (a_i b_i − S_i),
@@ -14,7 +14,7 @@ u = ab = (p² − q²)/4 and √(C² + 4u²) = a² + b². P = p² obeys the Ricc
 
 .. math::  \dot P = −\tfrac{ησ²}{2}(P − P_+)(P − P_−),\quad P_± = 2S ± D,\quad D = \sqrt{4S² + C²},
 
-(equivalently u̇ = −ησ²√(C² + 4u²)(u − S), SPEC 1.2), a logistic equation in P − P₋ with rate
+(equivalently u̇ = −ησ²√(C² + 4u²)(u − S), T Eq. 3.6), a logistic equation in P − P₋ with rate
 λ = ησ²D. Writing e = e^{−λt}, h = (1 − e)/(2D), w± = P±/(2D), |P₋| = D − 2S:
 
 .. math::  p(t)^2 = \frac{p_0^2 (w_+ + w_− e) + C² h}{(p_0^2 + |P_−|) h + e}, \qquad
@@ -35,6 +35,7 @@ gap of emergent times gives 1/ε − 1 = (S/u₀ − 1)^r, a *power* r = (σ_i²
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -122,7 +123,9 @@ def solve(
     sigma2: jax.Array,
     S: jax.Array,
     t: jax.Array,
-    lr: jax.Array | float = 1.0,
+    *legacy: jax.Array | float,
+    eta: jax.Array | float | None = None,
+    lr: jax.Array | float | None = None,
 ) -> DiagonalTrajectory:
     r"""Exact gradient flow of the diagonal linear network for any initialisation (T Eq. 3.6–3.9).
 
@@ -137,11 +140,23 @@ def solve(
       sigma2: input variances σ_i² = E[x_i²] ≥ 0, shape ``(d,)`` or scalar.
       S: target scales S_i (any sign), shape ``(d,)`` or scalar.
       t: times t ≥ 0, any shape ``T``.
-      lr: learning rate η > 0 (scalar).
+      eta: learning rate η > 0 (scalar, default 1) of the flow on :func:`loss`.
+      lr: deprecated name of ``eta`` (also accepted as a sixth positional argument).
 
     Returns:
       :class:`DiagonalTrajectory` with ``a``, ``b``, ``u`` of shape ``T + (d,)``.
     """
+    old = _checks.legacy_args("diagonal.solve", legacy, ("lr",), {"lr": lr})
+    lr = old.get("lr", lr)
+    if lr is not None:
+        if eta is not None:
+            raise TypeError("diagonal.solve got both eta and its deprecated name lr")
+        if not old:
+            warnings.warn(
+                "diagonal.solve: lr= is deprecated; pass eta=", DeprecationWarning, stacklevel=2
+            )
+        eta = lr
+    lr = 1.0 if eta is None else eta
     a0, b0, sigma2, S, t, lr = _promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=lr)
     if a0.ndim != 1:
         raise ValueError(f"a0 must have shape (d,), got {a0.shape}")
@@ -151,12 +166,12 @@ def solve(
         if x.ndim > 1 or (x.ndim == 1 and x.shape[0] != d):
             raise ValueError(f"{name} must be a scalar or have shape ({d},) like a0, got {x.shape}")
     if lr.ndim != 0:
-        raise ValueError(f"lr must be a scalar, got shape {lr.shape}")
-    for x, name in ((a0, "a0"), (b0, "b0"), (sigma2, "sigma2"), (S, "S"), (t, "t"), (lr, "lr")):
+        raise ValueError(f"eta must be a scalar, got shape {lr.shape}")
+    for x, name in ((a0, "a0"), (b0, "b0"), (sigma2, "sigma2"), (S, "S"), (t, "t"), (lr, "eta")):
         _checks.check_finite(x, name)
     _checks.check_positive(sigma2, "sigma2", strict=False)
     _checks.check_positive(t, "t", strict=False)
-    _checks.check_positive(lr, "lr")
+    _checks.check_positive(lr, "eta")
     p0, q0 = a0 + b0, a0 - b0
     P, Q = _squared_sum_and_difference(p0, q0, S, lr * sigma2, t[..., None])
     p = jnp.sign(p0) * jnp.sqrt(P)

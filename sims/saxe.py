@@ -23,6 +23,7 @@ shapes). The printed rate 2ρ_i of Eq. A.39 agrees with the ½-MSE integrator (c
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -177,12 +178,34 @@ def _check_aligned(w1, w2, u, v, r_dir, alpha1, alpha2) -> None:
         )
 
 
+def _legacy_order(a, b, c, legacy, eta):
+    """(w1_0, w2_0, sigma_yx, eta) from the new order, or from the deprecated (Σ, W1, W2, t, lr)."""
+    sa, sb, sc = (tuple(jnp.shape(x)) for x in (a, b, c))
+    new_ok = len(sa) == len(sb) == len(sc) == 2 and sb[1] == sa[0] and sc == (sb[0], sa[1])
+    old_ok = len(sa) == len(sb) == len(sc) == 2 and sb[1] == sa[1] and sc == (sa[0], sb[0])
+    if old_ok and not new_ok:
+        warnings.warn(
+            "saxe.solve(sigma_yx, w1_0, w2_0, t, lr) is deprecated; "
+            "call saxe.solve(w1_0, w2_0, sigma_yx, t, eta=...)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        a, b, c = b, c, a
+        if legacy:
+            eta = legacy[0]
+        return a, b, c, eta
+    if legacy:
+        raise TypeError("saxe.solve takes the learning rate by keyword: eta=...")
+    return a, b, c, eta
+
+
 def solve(
-    sigma_yx: jax.Array,
     w1_0: jax.Array,
     w2_0: jax.Array,
+    sigma_yx: jax.Array,
     t: jax.Array,
-    lr: jax.Array | float = 1.0,
+    *legacy: jax.Array | float,
+    eta: jax.Array | float = 1.0,
 ) -> SaxeTrajectory:
     r"""Exact gradient flow of f = W2W1x from a task-aligned init (Saxe et al.; T Eq. 3.15, A.39–A.40).
 
@@ -190,18 +213,21 @@ def solve(
                \qquad W_2W_1(t) = U\,\mathrm{diag}(u(t))\,V^\top
 
     Unbalanced aligned inits (α₁ ≠ α₂ per mode) are solved exactly too (:func:`sims.diagonal.solve`
-    with σ² = 1, S = ρ_i).
+    with σ² = 1, S = ρ_i). The former order ``solve(sigma_yx, w1_0, w2_0, t, lr)`` still works
+    (recognised by the shapes, with a DeprecationWarning).
 
     Args:
-      sigma_yx: Σ_yx = E[y xᵀ], shape ``(c, d)`` (whitened input E[xxᵀ] = I).
       w1_0: W1(0), shape ``(h, d)``, task-aligned (see :func:`aligned_init`; checked when concrete).
       w2_0: W2(0), shape ``(c, h)``.
+      sigma_yx: Σ_yx = E[y xᵀ], shape ``(c, d)`` (whitened input E[xxᵀ] = I).
       t: times t ≥ 0, any shape ``T``.
-      lr: learning rate η > 0 (scalar).
+      eta: learning rate η > 0 (scalar) of the flow on :func:`loss`.
 
     Returns:
       :class:`SaxeTrajectory`.
     """
+    w1_0, w2_0, sigma_yx, eta = _legacy_order(w1_0, w2_0, sigma_yx, legacy, eta)
+    lr = eta
     sigma_yx = _as_matrix(sigma_yx, "sigma_yx")
     w1_0 = _as_matrix(w1_0, "w1_0")
     w2_0 = _as_matrix(w2_0, "w2_0")
@@ -218,7 +244,7 @@ def solve(
     u, rho, v = _svd(sigma_yx)
     r_dir, alpha1, alpha2 = _mode_decomposition(w1_0, w2_0, u, v)
     _check_aligned(w1_0, w2_0, u, v, r_dir, alpha1, alpha2)
-    modes = _diagonal.solve(alpha1, alpha2, jnp.ones_like(rho), rho, t, lr)
+    modes = _diagonal.solve(alpha1, alpha2, jnp.ones_like(rho), rho, t, eta=lr)
     # W1(t) = R diag(α₁(t)) Vᵀ, W2(t) = U diag(α₂(t)) Rᵀ, W2W1(t) = U diag(u(t)) Vᵀ.
     w1 = jnp.einsum("hr,...r,dr->...hd", r_dir, modes.a, v)
     w2 = jnp.einsum("cr,...r,hr->...ch", u, modes.b, r_dir)
@@ -290,7 +316,7 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         t_end = float(jnp.max(jnp.where(live, (jnp.log(rho / u0) + 10.0) / rho, 0.0)))
         t = jnp.linspace(0.0, t_end, 50)
         flow = _reference_flow(init, t, sigma_yx)
-        exact = solve(sigma_yx, init.w1, init.w2, t)
+        exact = solve(init.w1, init.w2, sigma_yx, t)
         s_w = max(float(jnp.sqrt(rho[0])), float(jnp.max(jnp.abs(init.w1))))
         err = max(
             float(jnp.max(jnp.abs(exact.network_map - flow.w2 @ flow.w1)) / rho[0]),

@@ -39,7 +39,7 @@ import numpy as np
 from sims import _checks
 from sims.gradient_flow import gradient_flow
 
-__all__ = ["Trajectory", "solve", "gamma_plus", "verify"]
+__all__ = ["Trajectory", "solve", "loss", "gamma_plus", "verify"]
 
 
 class Trajectory(NamedTuple):
@@ -55,6 +55,7 @@ class Trajectory(NamedTuple):
     theta_aligned: jax.Array  # T       Z⁻¹ Σ_{i∈I₊} a_i b_i, I₊ = {i : a_i(0) b_i(0) S > 0}
     theta_antialigned: jax.Array  # T   Z⁻¹ Σ_{i∈I₋} a_i b_i, I₋ = {i : a_i(0) b_i(0) S < 0}
     delta_theta: jax.Array  # T   Δθ = θ_aligned − θ_antialigned (T Eq. 6.3–6.4)
+    t: jax.Array  # T             the times
 
 
 def _prepare(a0, b0, S, t, Z):
@@ -115,7 +116,9 @@ def solve(
     b0: jax.Array,
     S: jax.Array | float,
     t: jax.Array,
-    Z: jax.Array | float = 1.0,
+    *legacy: jax.Array | float,
+    Z: jax.Array | float | None = None,
+    eta: jax.Array | float = 1.0,
 ) -> Trajectory:
     """Exact gradient flow of f(x) = (x/Z) Σ a_i b_i from any init (Nam thesis, Theorem 1, Eq. 6.10–6.14).
 
@@ -132,7 +135,9 @@ def solve(
       b0: (p,) initial first-factor weights b_i(0).
       S: () target slope S (any sign; S = 0 allowed).
       t: times t ≥ 0, any shape T.
-      Z: () output normalisation Z > 0 (Z = √p is the NTK parametrisation).
+      Z: () output normalisation Z > 0 (default 1; Z = √p is the NTK parametrisation); a fifth
+        positional argument is still read as Z (deprecated).
+      eta: () learning rate η > 0 of the flow on :func:`loss`.
 
     Returns:
       :class:`Trajectory` with a, b (T + (p,)), θ, γ, mode sums (T) and γ₊, Σ₀, 𝒮₀ (scalars).
@@ -140,7 +145,28 @@ def solve(
     Raises:
       ValueError: mismatched shapes, Z ≤ 0, t < 0 or non-finite inputs.
     """
-    return _solve(*_prepare(a0, b0, S, t, Z))
+    Z = _checks.legacy_args("scalar_linear.solve", legacy, ("Z",), {"Z": Z}).get("Z", Z)
+    a0, b0, S, Z, t = _prepare(a0, b0, S, t, 1.0 if Z is None else Z)
+    eta = _checks.as_float(eta, "eta")
+    _checks.check_shape(eta, "eta", (), "(a scalar rate)")
+    _checks.check_finite(eta, "eta")
+    _checks.check_positive(eta, "eta")
+    return _solve(a0, b0, S, Z, eta.astype(t.dtype) * t)._replace(t=t)
+
+
+def loss(params: dict, task) -> jax.Array:
+    """Raw-parameter loss the flow descends: ½(θ − S)², θ = Z⁻¹Σ_i a_i b_i (T Eq. 6.1, whitened x).
+
+    Args:
+      params: ``{"a": (p,), "b": (p,)}``.
+      task: S, or ``(S, Z)``.
+
+    Returns:
+      () loss.
+    """
+    S, Z = task if isinstance(task, tuple) else (task, 1.0)
+    theta = jnp.sum(params["a"] * params["b"]) / Z
+    return 0.5 * (theta - S) ** 2
 
 
 @jax.jit
@@ -160,8 +186,12 @@ def _solve(a0, b0, S, Z, t):
     u0 = (a0 + b0) / 2
     v0 = (a0 - b0) / 2
     # u_i γ^{1/2} and v_i γ^{-1/2}; a zero mode stays zero even where γ over/underflows.
-    up = jnp.where(u0 == 0, 0.0, u0 * root[..., None])
-    vm = jnp.where(v0 == 0, 0.0, v0 / root[..., None])
+    # The factor is replaced only where it is not finite and the mode is zero, so the derivative
+    # w.r.t. a zero mode (a_i(0) = ±b_i(0)) is still the factor itself.
+    r = root[..., None]
+    up = u0 * jnp.where((u0 == 0) & ~jnp.isfinite(r), 0.0, r)
+    inv = 1.0 / jnp.where(r > 0, r, 1.0)
+    vm = v0 * jnp.where(r > 0, inv, jnp.where(v0 == 0, 0.0, jnp.inf))
     a = up + vm
     b = up - vm
 
@@ -193,13 +223,8 @@ def _solve(a0, b0, S, Z, t):
         theta_aligned=theta_al,
         theta_antialigned=theta_anti,
         delta_theta=theta_al - theta_anti,
+        t=t,
     )
-
-
-def _loss(params, args):
-    S, Z = args
-    theta = jnp.sum(params["a"] * params["b"]) / Z
-    return 0.5 * (theta - S) ** 2
 
 
 @jax.jit
@@ -208,7 +233,7 @@ def _reference(a0, b0, S, Z, t):
 
     def one(a0, b0, S, Z, t):
         # rtol 1e-13: with weights ≫ target, θ = Σab/Z cancels, and 1e-12 leaves ~1e-8 of |S|.
-        ys = gradient_flow(_loss, {"a": a0, "b": b0}, t, (S, Z), rtol=1e-13, atol=1e-16)
+        ys = gradient_flow(loss, {"a": a0, "b": b0}, t, (S, Z), rtol=1e-13, atol=1e-16)
         return ys["a"], ys["b"]
 
     return jax.vmap(one)(a0, b0, S, Z, t)
@@ -238,13 +263,13 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
     ab = scale[:, None, None] * jax.random.normal(k[3], (n_cases, 2, p))
     a0, b0 = ab[:, 0], ab[:, 1]
     Z = jnp.where(jnp.arange(n_cases) % 2 == 1, np.sqrt(p), 1.0)
-    sol0 = jax.vmap(solve, in_axes=(0, 0, 0, None, 0))(a0, b0, S, jnp.zeros(()), Z)
+    sol0 = jax.vmap(lambda a, b, s, z: solve(a, b, s, jnp.zeros(()), Z=z))(a0, b0, S, Z)
     rate = 2 * jnp.sqrt(S**2 + (sol0.Sigma0 + sol0.S0) * (sol0.Sigma0 - sol0.S0)) / Z
     # Cover the plateau of small inits (≈ log γ₊ / rate) and the approach to the fixed point.
     t_end = (12.0 + jnp.log1p(jnp.abs(sol0.gamma_plus))) / rate
     t = t_end[:, None] * jnp.linspace(0.0, 1.0, 41)
     a_ref, b_ref = _reference(a0, b0, S, Z, t)
-    sol = jax.vmap(solve)(a0, b0, S, t, Z)
+    sol = jax.vmap(lambda a, b, s, tt, z: solve(a, b, s, tt, Z=z))(a0, b0, S, t, Z)
     theta_ref = jnp.sum(a_ref * b_ref, axis=-1) / Z[:, None]
     w = (jnp.sqrt(jnp.abs(S) * Z) + jnp.max(jnp.abs(ab), axis=(1, 2)))[:, None, None]
     errs = (

@@ -41,6 +41,7 @@ from sims.gradient_flow import gradient_flow
 __all__ = [
     "Trajectory",
     "solve",
+    "loss",
     "basin",
     "params_from_mu_phi",
     "preconditioner",
@@ -62,6 +63,7 @@ class Trajectory(NamedTuple):
     phi: jax.Array  # T        φ = wᵀβ*/(‖w‖‖β*‖)  (0 at the saddle w = 0)
     beta: jax.Array  # T + (d,) β = a w
     delta: jax.Array  # ()     δ = η_w a₀² − η_a‖w₀‖² (conserved)
+    t: jax.Array  # T          the times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,13 +155,23 @@ def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
     pos_norm = norm_w > 0
     phi = jnp.where(pos_norm, q / (jnp.sqrt(s2) * jnp.where(pos_norm, norm_w, 1.0)), 0.0)
     phi = jnp.clip(phi, -1.0, 1.0)
-    return Trajectory(a=a, w=w, mu=a * norm_w, phi=phi, beta=a[..., None] * w, delta=delta)
+    return Trajectory(
+        a=a, w=w, mu=a * norm_w, phi=phi, beta=a[..., None] * w, delta=delta, t=t
+    )
 
 
 _solve_jit = jax.jit(_solve)
 
 
-def solve(a0, w0, beta_star, t, eta_a=1.0, eta_w=1.0) -> Trajectory:
+def solve(
+    a0: jax.Array | float,
+    w0: jax.Array,
+    beta_star: jax.Array,
+    t: jax.Array,
+    *legacy: jax.Array | float,
+    eta_a: jax.Array | float | None = None,
+    eta_w: jax.Array | float | None = None,
+) -> Trajectory:
     """Exact gradient flow of the single hidden neuron f(x) = a wᵀx, whitened input, any δ.
 
     .. math::
@@ -176,15 +188,22 @@ def solve(a0, w0, beta_star, t, eta_a=1.0, eta_w=1.0) -> Trajectory:
       w0: w(0), shape (d,).
       beta_star: β* = Xᵀy, shape (d,), non-zero.
       t: times ≥ 0, any shape T.
-      eta_a: η_a > 0, learning rate of a (scalar).
-      eta_w: η_w > 0, learning rate of w (scalar).
+      eta_a: η_a > 0, learning rate of a (scalar, keyword; default 1).
+      eta_w: η_w > 0, learning rate of w (scalar, keyword; default 1). Passing the two rates
+        positionally after ``t`` still works (deprecated).
 
     Returns:
-      :class:`Trajectory` with a (T), w (T + (d,)), mu (T), phi (T), beta (T + (d,)), delta (()).
+      :class:`Trajectory` with a (T), w (T + (d,)), mu (T), phi (T), beta (T + (d,)), delta (()),
+      t (T).
 
     Example:
       >>> traj = solve(0.1, jnp.array([0.1, 0.0]), jnp.array([1.0, 1.0]), jnp.linspace(0, 10, 50))
     """
+    old = _checks.legacy_args(
+        "single_neuron.solve", legacy, ("eta_a", "eta_w"), {"eta_a": eta_a, "eta_w": eta_w}
+    )
+    eta_a = old.get("eta_a", 1.0 if eta_a is None else eta_a)
+    eta_w = old.get("eta_w", 1.0 if eta_w is None else eta_w)
     a0, w0, beta_star, eta_a, eta_w = _prepare(a0, w0, beta_star, eta_a, eta_w)
     t = _checks.as_float(t, "t").astype(a0.dtype)
     _checks.check_finite(t, "t")
@@ -529,10 +548,26 @@ def implicit_bias_1d(X, y, beta0, delta, *, a_changes_sign: bool = False) -> jax
 # ---------------------------------------------------------------------------------------------
 
 
-def _raw_loss(params, data):
-    X, y = data
-    r = X @ (params["a"] * params["w"]) - y
-    return 0.5 * r @ r
+def loss(params: dict, task) -> jax.Array:
+    """Raw-parameter loss the flow descends (K Eq 13): ½‖X a w − y‖², or ½‖a w − β*‖² from β*.
+
+    With whitened data (XᵀX = I, β* = Xᵀy) the two differ by the constant ½(‖y‖² − ‖β*‖²), so
+    they have the same gradient flow.
+
+    Args:
+      params: ``{"a": (), "w": (d,)}``.
+      task: β* (d,), or the data ``(X (n, d), y (n,))``.
+
+    Returns:
+      () loss.
+    """
+    beta = params["a"] * params["w"]
+    if isinstance(task, tuple):
+        X, y = task
+        r = X @ beta - y
+    else:
+        r = beta - task
+    return 0.5 * jnp.sum(r * r)
 
 
 def _random_cases(key: jax.Array, n_cases: int, d: int = 3):
@@ -578,7 +613,7 @@ def _random_cases(key: jax.Array, n_cases: int, d: int = 3):
 def _reference_flow(X, y, a0, w0, t, eta_a, eta_w):
     """Raw (a, w) gradient flow of ½‖X a w − y‖² from :func:`sims.gradient_flow`."""
     return gradient_flow(
-        _raw_loss, {"a": a0, "w": w0}, t, (X, y), lr={"a": eta_a, "w": eta_w}, atol=1e-16
+        loss, {"a": a0, "w": w0}, t, (X, y), lr={"a": eta_a, "w": eta_w}, atol=1e-16
     )
 
 
@@ -599,7 +634,9 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         raise ValueError(f"n_cases must be a positive integer, got {n_cases}")
     X, y, beta_star, a0, w0, eta_a, eta_w = _random_cases(key, n_cases)
     t = jnp.concatenate([jnp.linspace(0.0, 2.0, 20), jnp.geomspace(2.5, 30.0, 20)]).astype(X.dtype)
-    exact = jax.vmap(lambda a, w, ea, ew: solve(a, w, beta_star, t, ea, ew))(a0, w0, eta_a, eta_w)
+    exact = jax.vmap(lambda a, w, ea, ew: solve(a, w, beta_star, t, eta_a=ea, eta_w=ew))(
+        a0, w0, eta_a, eta_w
+    )
     ref = jax.vmap(lambda a, w, ea, ew: _reference_flow(X, y, a, w, t, ea, ew))(
         a0, w0, eta_a, eta_w
     )

@@ -18,7 +18,7 @@ def test_solve_matches_gradient_flow():
 
 def test_t0_and_t_infinity():
     init = saxe.aligned_init(SIGMA, 5, 0.3, jnp.array([0.5, -0.2, 0.1]))
-    traj = saxe.solve(SIGMA, init.w1, init.w2, jnp.array([0.0, 1e4]))
+    traj = saxe.solve(init.w1, init.w2, SIGMA, jnp.array([0.0, 1e4]))
     np.testing.assert_allclose(traj.w1[0], init.w1, atol=1e-15)
     np.testing.assert_allclose(traj.w2[0], init.w2, atol=1e-15)
     np.testing.assert_allclose(traj.network_map[1], SIGMA, atol=1e-13)  # learns Σ_yx (h ≥ r)
@@ -29,7 +29,7 @@ def test_balanced_modes_are_the_sigmoid_of_eq_a39_and_map_of_eq_a40():
     alpha0 = 1e-3
     init = saxe.aligned_init(SIGMA, 4, alpha0)
     t = np.linspace(0.0, 15.0, 31)
-    traj = saxe.solve(SIGMA, init.w1, init.w2, jnp.asarray(t))
+    traj = saxe.solve(init.w1, init.w2, SIGMA, jnp.asarray(t))
     u, rho, vt = np.linalg.svd(np.asarray(SIGMA), full_matrices=False)
     # Eq. A.39 written out: α²/ρ = 1/(1 + (ρ/α0² − 1) e^{−2ρt}).
     alpha2 = rho / (1.0 + (rho / alpha0**2 - 1.0) * np.exp(-2.0 * rho * t[:, None]))
@@ -39,13 +39,13 @@ def test_balanced_modes_are_the_sigmoid_of_eq_a39_and_map_of_eq_a40():
     )
     # Greedy / stage-like: when mode 1 is half learned the others are still tiny (T §3.5.1).
     t_half = np.log(rho[0] / alpha0**2 - 1) / (2 * rho[0])
-    s = saxe.solve(SIGMA, init.w1, init.w2, jnp.array(t_half)).strength / rho
+    s = saxe.solve(init.w1, init.w2, SIGMA, jnp.array(t_half)).strength / rho
     assert s[0] == pytest.approx(0.5, rel=1e-10) and float(jnp.max(s[1:])) < 1e-2
 
 
 def test_conserved_quantity_eq_a29():
     init = saxe.aligned_init(SIGMA, 5, jnp.array([0.7, 0.2, 0.05]), jnp.array([0.1, -0.3, 0.4]))
-    traj = saxe.solve(SIGMA, init.w1, init.w2, jnp.linspace(0.0, 30.0, 7))
+    traj = saxe.solve(init.w1, init.w2, SIGMA, jnp.linspace(0.0, 30.0, 7))
     q = saxe.conserved(traj.w1, traj.w2)
     np.testing.assert_allclose(q, jnp.broadcast_to(q[0], q.shape), atol=1e-13)
     # Balanced aligned init is exactly balanced (T Eq. A.31).
@@ -55,7 +55,7 @@ def test_conserved_quantity_eq_a29():
 
 def test_narrow_hidden_layer_learns_the_top_modes():
     init = saxe.aligned_init(SIGMA, 2, 0.1)  # h = 2 < r = 3: the third mode is a saddle
-    traj = saxe.solve(SIGMA, init.w1, init.w2, jnp.array([1e3]))
+    traj = saxe.solve(init.w1, init.w2, SIGMA, jnp.array([1e3]))
     rho = np.linalg.svd(np.asarray(SIGMA), compute_uv=False)
     np.testing.assert_allclose(traj.strength[0], [rho[0], rho[1], 0.0], atol=1e-13)
 
@@ -65,7 +65,7 @@ def test_finite_for_long_times_and_tiny_inits(dtype):
     sigma = SIGMA.astype(dtype)
     init = saxe.aligned_init(sigma, 3, 1e-12)
     t = jnp.array([0.0, 1.0, 1e2, 1e4], dtype)
-    traj = saxe.solve(sigma, init.w1, init.w2, t)
+    traj = saxe.solve(init.w1, init.w2, sigma, t)
     for x in traj:
         assert x.dtype == dtype and bool(jnp.all(jnp.isfinite(x)))
     np.testing.assert_allclose(traj.network_map[-1], sigma, atol=10 * tolerance(dtype))
@@ -78,7 +78,7 @@ def test_vmap_over_init_scales_and_no_retrace():
         nonlocal traces
         traces += 1
         init = saxe.aligned_init(SIGMA, 3, scale)
-        return saxe.solve(SIGMA, init.w1, init.w2, t).strength
+        return saxe.solve(init.w1, init.w2, SIGMA, t).strength
 
     jf = jax.jit(f)
     scales = jnp.array([1e-6, 1e-3, 0.5])
@@ -95,16 +95,26 @@ def test_vmap_over_init_scales_and_no_retrace():
 def test_bad_input():
     init = saxe.aligned_init(SIGMA, 4, 0.1)
     with pytest.raises(ValueError, match="task-aligned"):
-        saxe.solve(SIGMA, init.w1 + 0.01, init.w2, 1.0)
+        saxe.solve(init.w1 + 0.01, init.w2, SIGMA, 1.0)
     with pytest.raises(ValueError, match="w2_0"):
-        saxe.solve(SIGMA, init.w1, init.w2.T, 1.0)
+        saxe.solve(init.w1, init.w2.T, SIGMA, 1.0)
     with pytest.raises(ValueError, match="w1_0"):
-        saxe.solve(SIGMA, init.w1[:, :3], init.w2, 1.0)
+        saxe.solve(init.w1[:, :3], init.w2, SIGMA, 1.0)
     with pytest.raises(ValueError, match="t"):
-        saxe.solve(SIGMA, init.w1, init.w2, -1.0)
+        saxe.solve(init.w1, init.w2, SIGMA, -1.0)
     with pytest.raises(ValueError, match="sigma_yx"):
-        saxe.solve(SIGMA.at[0, 0].set(jnp.nan), init.w1, init.w2, 1.0)
+        saxe.solve(init.w1, init.w2, SIGMA.at[0, 0].set(jnp.nan), 1.0)
     with pytest.raises(ValueError, match="hidden"):
         saxe.aligned_init(SIGMA, 0, 0.1)
     with pytest.raises(ValueError, match="rotation"):
         saxe.aligned_init(SIGMA, 4, 0.1, rotation=jnp.eye(4))
+
+
+def test_deprecated_argument_order_still_solves():
+    init = saxe.aligned_init(SIGMA, 4, 0.1)
+    t = jnp.array([0.0, 0.5, 2.0])
+    new = saxe.solve(init.w1, init.w2, SIGMA, t, eta=0.5)
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        old = saxe.solve(SIGMA, init.w1, init.w2, t, 0.5)
+    np.testing.assert_array_equal(old.network_map, new.network_map)
+    np.testing.assert_allclose(new.strength[1], saxe.solve(init.w1, init.w2, SIGMA, 0.25).strength)

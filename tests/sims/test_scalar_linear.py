@@ -37,7 +37,7 @@ def test_thesis_rate_constant_is_twice_the_half_mse_rate():
 
     ys = gradient_flow(_loss, {"a": a0, "b": b0}, t, (S, Z))
     gamma_flow = ((ys["a"][:, 0] + ys["b"][:, 0]) / (a0[0] + b0[0])) ** 2  # u = u₀ γ^{1/2}
-    np.testing.assert_allclose(solve(a0, b0, S, t, Z).gamma, gamma_flow, atol=1e-9)
+    np.testing.assert_allclose(solve(a0, b0, S, t, Z=Z).gamma, gamma_flow, atol=1e-9)
     np.testing.assert_allclose(printed(np.asarray(t), 2.0), gamma_flow, atol=1e-9)
     assert np.max(np.abs(printed(np.asarray(t), 4.0) - gamma_flow)) > 1e-2  # as printed: off
 
@@ -46,7 +46,7 @@ def test_t0_and_t_infinity_limits():
     a0 = jnp.array([0.2, -0.4, 0.1, 0.05])
     b0 = jnp.array([0.3, 0.1, -0.2, 0.05])
     S, Z = -2.0, 2.0
-    sol = solve(a0, b0, S, jnp.array([0.0, 1e4]), Z)
+    sol = solve(a0, b0, S, jnp.array([0.0, 1e4]), Z=Z)
     np.testing.assert_allclose(sol.a[0], a0, rtol=1e-15)
     np.testing.assert_allclose(sol.b[0], b0, rtol=1e-15)
     np.testing.assert_allclose(sol.theta[0], jnp.sum(a0 * b0) / Z, rtol=1e-14)
@@ -138,10 +138,10 @@ def test_vmap_and_no_recompilation():
     one = solve(ab[2, 0], ab[2, 1], jnp.linspace(0.5, 2.0, 5)[2], t)
     np.testing.assert_allclose(batch.a[2], one.a, rtol=1e-14)
     f = jax.jit(solve)
-    f(ab[0, 0], ab[0, 1], 1.0, t, 1.0)
+    f(ab[0, 0], ab[0, 1], 1.0, t, Z=1.0)
     n = f._cache_size()
     for S, Z in ((2.0, 3.0), (-0.5, 0.1)):
-        f(ab[1, 0], ab[1, 1], S, t, Z)
+        f(ab[1, 0], ab[1, 1], S, t, Z=Z)
     assert f._cache_size() == n
 
 

@@ -15,15 +15,9 @@ from sims import single_neuron as sn
 TOL = tolerance(np.float64)
 
 
-def _raw_loss(params, data):
-    X, y = data
-    r = X @ (params["a"] * params["w"]) - y
-    return 0.5 * r @ r
-
-
 def _flow(X, y, a0, w0, t, eta_a=1.0, eta_w=1.0, atol=1e-16):
     return gradient_flow(
-        _raw_loss, {"a": a0, "w": w0}, t, (X, y), lr={"a": eta_a, "w": eta_w}, atol=atol
+        sn.loss, {"a": a0, "w": w0}, t, (X, y), lr={"a": eta_a, "w": eta_w}, atol=atol
     )
 
 
@@ -43,7 +37,7 @@ def cases():
         eta_a = jnp.concatenate([eta_a, jnp.array([1.0])])
         eta_w = jnp.concatenate([eta_w, jnp.array([1.0])])
         t = jnp.concatenate([jnp.linspace(0.0, 3.0, 31), jnp.geomspace(3.2, 40.0, 30)])
-        exact = jax.vmap(lambda a, w, ea, ew: sn.solve(a, w, beta_star, t, ea, ew))(
+        exact = jax.vmap(lambda a, w, ea, ew: sn.solve(a, w, beta_star, t, eta_a=ea, eta_w=ew))(
             a0, w0, eta_a, eta_w
         )
         ref = jax.vmap(lambda a, w, ea, ew: _flow(X, y, a, w, t, ea, ew, atol=1e-30))(
@@ -98,7 +92,7 @@ def test_t0_and_t_infinity_limits(cases):
     np.testing.assert_allclose(ex.a[:, 0], cases["a0"], rtol=1e-14, atol=0)
     np.testing.assert_allclose(ex.w[:, 0], cases["w0"], rtol=1e-13, atol=1e-27)
     t_inf = jnp.array([1e4, 1e8])
-    far = jax.vmap(lambda a, w, ea, ew: sn.solve(a, w, bs, t_inf, ea, ew))(
+    far = jax.vmap(lambda a, w, ea, ew: sn.solve(a, w, bs, t_inf, eta_a=ea, eta_w=ew))(
         cases["a0"], cases["w0"], cases["eta_a"], cases["eta_w"]
     )
     # Whitened input: every non-saddle init reaches the unique minimiser β*, on the branch
@@ -201,7 +195,7 @@ def test_long_times_and_tiny_inits_are_finite():
         (1e-3, jnp.array([-30.0, 5.0, 1.0])),  # strongly downstream
     ]
     for a0, w0 in inits:
-        ex = sn.solve(jnp.asarray(a0), w0, bs, t, 0.5, 3.0)
+        ex = sn.solve(jnp.asarray(a0), w0, bs, t, eta_a=0.5, eta_w=3.0)
         for leaf in ex:
             assert jnp.all(jnp.isfinite(leaf)), (a0, w0)
         np.testing.assert_allclose(ex.beta[-1], bs, atol=1e-12)
@@ -211,8 +205,9 @@ def test_saddles_stay_put():
     bs = jnp.array([1.0, 2.0])
     t = jnp.array([0.0, 1.0, 1e8])
     ex = sn.solve(0.0, jnp.zeros(2), bs, t)
-    for leaf in ex:
+    for leaf in ex._replace(t=jnp.zeros(3)):
         assert jnp.all(jnp.isfinite(leaf)) and jnp.all(leaf == 0)
+    np.testing.assert_array_equal(ex.t, t)
     w0 = jnp.array([2.0, -1.0])  # a = 0, w ⟂ β*: a saddle point of the flow
     ex = sn.solve(0.0, w0, bs, t)
     np.testing.assert_array_equal(ex.w, jnp.broadcast_to(w0, (3, 2)))
