@@ -86,8 +86,9 @@ _dlr_stats_jit = jax.jit(_dlr_stats)
 
 @jax.jit
 def _dlr_arrays(phi: jax.Array, f: jax.Array, rtol: jax.Array) -> tuple[DLR, _Checks]:
-    """D_LR of in-memory arrays: exact power-of-two rescaling, one batch of moments, the formula."""
-    m = moments(pow2_scale(phi), pow2_scale(f))
+    """D_LR of in-memory arrays: one batch of moments (features rescaled by a power of two only if
+    their Gram would overflow or underflow), the formula."""
+    m = moments(phi, pow2_scale(f), rescale=True)
     return _dlr_stats(m, jnp.ones(f.shape[1], bool), rtol)
 
 

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from metrics._numerics import centre, mm
+from metrics._numerics import FOLD_RATIO, centre, mm, pow2_scale
 from metrics._validate import as_matrix, common_dtype, same_n
 
 
@@ -88,15 +88,51 @@ def _r_factor(a: jax.Array) -> jax.Array:
     return jnp.linalg.qr(_pad_rows(a, a.shape[1]), mode="r")
 
 
-@partial(jax.jit, static_argnames="feature_factor")
-def _batch_moments(phi: jax.Array, out: jax.Array, feature_factor: bool = False) -> Moments:
-    mu, phi_c = centre(phi)
+def _feature_stats(phi: jax.Array, q: jax.Array, rescale: bool) -> tuple[jax.Array, ...]:
+    """(μ, Φ_cᵀΦ_c, QᵀΦ_c) for the orthonormal Q ⟂ 1 (n×k) of the centred outputs.
+
+    Fast path, the centring folded into the products: Φ_cᵀΦ_c = ΦᵀΦ − nμμᵀ and
+    QᵀΦ_c = QᵀΦ − (Qᵀ1)μᵀ (no centred copy of Φ: one GEMM at the machine's ``x.T @ x`` rate). Its
+    relative error is ≈ ε·‖Φ‖_F²/‖Φ_c‖_F², so it is taken only when ‖Φ‖_F² ≤ FOLD_RATIO·‖Φ_c‖_F²
+    (post-ReLU features: ≈ 1.5) and ΦᵀΦ neither overflows nor underflows; otherwise Φ is centred
+    first and, with ``rescale``, multiplied by an exact power of two (the statistics are then in
+    those units, which scale-invariant callers such as D_LR accept).
+    """
+    n = phi.shape[0]
+    mu = jnp.mean(phi, axis=0)
+    raw = mm(phi.T, phi)
+    folded = raw - n * jnp.outer(mu, mu)
+    t_raw = jnp.trace(raw)
+    info = jnp.finfo(phi.dtype)
+    in_range = jnp.isfinite(t_raw) & (t_raw > info.tiny / info.eps)
+    fast = in_range & (FOLD_RATIO * jnp.trace(folded) >= t_raw)
+
+    def fold(_):
+        return mu, folded, mm(q.T, phi) - jnp.outer(jnp.sum(q, axis=0), mu)
+
+    def centred(_):
+        mu_c, phi_c = centre(pow2_scale(phi) if rescale else phi)
+        return mu_c, mm(phi_c.T, phi_c), mm(q.T, phi_c)
+
+    return jax.lax.cond(fast, fold, centred, None)
+
+
+@partial(jax.jit, static_argnames=("feature_factor", "rescale"))
+def _batch_moments(
+    phi: jax.Array, out: jax.Array, feature_factor: bool = False, rescale: bool = False
+) -> Moments:
     nu, out_c = centre(out)
-    g, a = _tall_qr(out_c, phi_c)
+    k = out.shape[1]
+    q, g = jnp.linalg.qr(_pad_rows(out_c, k))  # M_c = Q G, Householder (column-wise stable)
+    if phi.shape[0] >= k:
+        mu, css, a = _feature_stats(phi, q, rescale)
+    else:  # fewer samples than outputs (a small last batch): Q has k rows, the last ones padding
+        mu, phi_c = centre(phi)
+        css, a = mm(phi_c.T, phi_c), mm(q[: phi.shape[0]].T, phi_c)
     return Moments(
         n=jnp.asarray(phi.shape[0], phi.dtype),
         phi_mean=mu,
-        phi_css=mm(phi_c.T, phi_c),
+        phi_css=css,
         out_mean=nu,
         cross=mm(a.T, g),
         out_factor=g,
@@ -159,7 +195,7 @@ def _prepare(features, outputs) -> tuple[jax.Array, jax.Array]:
     return phi, out
 
 
-def moments(features, *outputs, feature_factor: bool = False) -> Moments:
+def moments(features, *outputs, feature_factor: bool = False, rescale: bool = False) -> Moments:
     """Sufficient statistics of one in-memory sample (see :class:`Moments`).
 
     Cost O(np² + npq + nq²); all GEMMs at full float32 precision.
@@ -171,11 +207,14 @@ def moments(features, *outputs, feature_factor: bool = False) -> Moments:
         column-wise into M = [F, Y, ...] (n, q). None for features only.
       feature_factor: also compute the p×p factor R of ΦᵀΦ (one more QR, O(np²)), needed by the
         feature decomposition.
+      rescale: if ΦᵀΦ would overflow or underflow, compute the feature statistics of Φ·2⁻ᵉ
+        (2ᵉ ≈ max|Φ|, exact) instead; for scale-invariant uses (D_LR) of extreme-magnitude data.
 
     Returns:
       :class:`Moments` in the common dtype of the inputs.
     """
-    return _batch_moments(*_prepare(features, outputs), feature_factor=feature_factor)
+    phi, out = _prepare(features, outputs)
+    return _batch_moments(phi, out, feature_factor=feature_factor, rescale=rescale)
 
 
 def accumulate_moments(batches: Iterable, *, feature_factor: bool = False) -> Moments:
