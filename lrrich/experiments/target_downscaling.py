@@ -156,7 +156,7 @@ def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
     # the direction in which each prior measure would have to move to call α = lazier
     for key, label, lazier in (
         ("s_init", "S_init", -1),
-        ("param_norm", "|theta|^2", +1),
+        ("param_norm", "‖θ‖²", +1),
         ("nc1", "NC1", +1),
     ):
         rho = s[f"{key}_spearman_vs_alpha"]

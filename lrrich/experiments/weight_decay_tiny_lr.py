@@ -205,7 +205,7 @@ def comparison(s: dict, config: Config, dataset: str, steps: int) -> list[dict]:
             note="the paper's point is NC1 falling ('richer') under pure shrinkage",
         ),
         _comparison.row(
-            "|theta|^2 / |theta_0|^2 final (prior measure says 'richer')",
+            "‖θ‖² / ‖θ₀‖² final (prior measure says 'richer')",
             "falls",
             f"{s['param_norm_ratio_final']:.2g}",
             dataset=dataset,
