@@ -98,8 +98,11 @@ def _feature_stats(phi: jax.Array, q: jax.Array, rescale: bool) -> tuple[jax.Arr
     first and, with ``rescale``, multiplied by an exact power of two (the statistics are then in
     those units, which scale-invariant callers such as D_LR accept).
     """
-    n = phi.shape[0]
-    mu = jnp.mean(phi, axis=0)
+    n, k = q.shape
+    # one skinny GEMM gives QᵀΦ and the mean (a pass over Φ fewer than a separate mean)
+    q1 = jnp.concatenate([q, jnp.full((n, 1), 1.0 / n, q.dtype)], axis=1)
+    q_phi_mu = mm(q1.T, phi)
+    q_phi, mu = q_phi_mu[:k], q_phi_mu[k]
     raw = mm(phi.T, phi)
     folded = raw - n * jnp.outer(mu, mu)
     t_raw = jnp.trace(raw)
@@ -108,7 +111,7 @@ def _feature_stats(phi: jax.Array, q: jax.Array, rescale: bool) -> tuple[jax.Arr
     fast = in_range & (FOLD_RATIO * jnp.trace(folded) >= t_raw)
 
     def fold(_):
-        return mu, folded, mm(q.T, phi) - jnp.outer(jnp.sum(q, axis=0), mu)
+        return mu, folded, q_phi - jnp.outer(jnp.sum(q, axis=0), mu)
 
     def centred(_):
         mu_c, phi_c = centre(pow2_scale(phi) if rescale else phi)
