@@ -1,9 +1,23 @@
 """Exact gradient-flow dynamics of solvable networks, each checked against the raw-parameter flow.
 
-Every model lives in its own module with one entry point ``solve(...)`` returning a named pytree,
-and a ``verify(key, n_cases)`` that checks it against :func:`gradient_flow` (``lrrich verify``).
-Solvers never enable float64 themselves: wrap calls in ``jax.enable_x64(True)`` (the CLI and the
-experiments do) for reference-quality answers.
+**One contract.** Every model module exposes
+
+* ``solve(init..., task..., t, *, eta...)`` — initial parameters first, then the task, then the
+  times ``t`` (any shape T); learning rates are keyword-only and named ``eta`` (one rate) or
+  ``eta_a``, ``eta_w`` (per layer). It returns a NamedTuple that always carries ``t``.
+* ``loss(params, task)`` — the raw-parameter ½-MSE that the flow θ̇ = −η∇L descends (the one
+  :func:`gradient_flow` integrates and :func:`simulate` descends in discrete steps);
+* ``verify(key, n_cases)`` — the closed form against :func:`gradient_flow` (``lrrich verify``).
+
+**Theory over simulation.** :func:`simulate` runs gradient descent with step η on any ``loss`` and
+returns it on the flow's time axis t = η·step; :func:`sims.plot.overlay` draws the exact solution
+over a simulation or a logged training history (anything with ``.column(name)``).
+
+**Float64 policy.** Importing sims changes no global JAX state. Solvers compute in the dtype of
+their inputs (float64 in, float64 out; float32 in, float32 out). JAX turns float64 into float32
+unless x64 is enabled, so a float64 input while x64 is off emits a :class:`Float64Warning` naming
+the fix — ``with jax.enable_x64(True): ...`` (or ``jax.config.update("jax_enable_x64", True)`` in
+an entry point; the CLI and the experiments do) — instead of silently answering in float32.
 """
 
 from sims import (
@@ -12,6 +26,7 @@ from sims import (
     lambda_balanced,
     linear_model,
     piecewise_linear,
+    plot,
     saxe,
     scalar_linear,
     scaling_laws,
@@ -19,19 +34,25 @@ from sims import (
     skills,
     wide_deep,
 )
+from sims._checks import Float64Warning
+from sims.gradient_descent import Simulation, simulate
 from sims.gradient_flow import gradient_flow, vector_field_flow
 from sims.tolerances import tolerance
 
 __all__ = [
+    "Float64Warning",
+    "Simulation",
     "diagonal",
     "emergence",
     "gradient_flow",
     "lambda_balanced",
     "linear_model",
     "piecewise_linear",
+    "plot",
     "saxe",
     "scalar_linear",
     "scaling_laws",
+    "simulate",
     "single_neuron",
     "skills",
     "tolerance",

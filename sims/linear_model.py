@@ -28,6 +28,7 @@ __all__ = [
     "ModeTrajectory",
     "Learnability",
     "solve",
+    "loss",
     "feature_modes",
     "learnability",
     "verify",
@@ -78,7 +79,8 @@ def solve(
     c0: jax.Array,
     c_star: jax.Array,
     t: jax.Array,
-    lr: jax.Array | float = 1.0,
+    *legacy: jax.Array | float,
+    eta: jax.Array | float | None = None,
 ) -> ModeTrajectory:
     r"""Mode coefficients of a linear model under gradient flow (T Eq. 1.25–1.26).
 
@@ -92,11 +94,14 @@ def solve(
       c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (broadcastable).
       c_star: target coefficients ⟨e_k|f*⟩, shape ``(p,)`` (broadcastable).
       t: times t ≥ 0, any shape ``T``.
-      lr: learning rate η > 0 (scalar).
+      eta: learning rate η > 0 (scalar, keyword; a fifth positional argument is still read as η,
+        deprecated).
 
     Returns:
       :class:`ModeTrajectory` with ``coeff`` of shape ``T + (p,)``.
     """
+    lr = _checks.legacy_args("linear_model.solve", legacy, ("eta",), {"eta": eta}).get("eta", eta)
+    lr = 1.0 if lr is None else lr
     rho, c0, c_star, t, lr = _promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=lr)
     if rho.ndim != 1:
         raise ValueError(f"rho must have shape (p,), got {rho.shape}")
@@ -104,15 +109,32 @@ def solve(
         if x.ndim > 1 or (x.ndim == 1 and x.shape[0] not in (1, rho.shape[0])):
             raise ValueError(f"{name} must have shape ({rho.shape[0]},) like rho, got {x.shape}")
     if lr.ndim != 0:
-        raise ValueError(f"lr must be a scalar, got shape {lr.shape}")
-    for x, name in ((rho, "rho"), (c0, "c0"), (c_star, "c_star"), (t, "t"), (lr, "lr")):
+        raise ValueError(f"eta must be a scalar, got shape {lr.shape}")
+    for x, name in ((rho, "rho"), (c0, "c0"), (c_star, "c_star"), (t, "t"), (lr, "eta")):
         _checks.check_finite(x, name)
     _checks.check_positive(rho, "rho", strict=False)
     _checks.check_positive(t, "t", strict=False)
-    _checks.check_positive(lr, "lr")
+    _checks.check_positive(lr, "eta")
     x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
     # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
     return ModeTrajectory(t=t, coeff=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    r"""Raw-parameter loss ½E[(wᵀΦ − f*)²] = ½Σ_k(√ρ_k v_k − c*_k)² + const in the eigenbasis (T Eq. 1.25).
+
+    ``v = Qᵀw`` are the weights rotated into the eigenbasis of Σ_Φ = Q diag(ρ) Qᵀ, so the mode
+    coefficients of :func:`solve` are c_k = √ρ_k v_k and v̇ = −η∇_v L gives ċ_k = −ηρ_k(c_k − c*_k).
+
+    Args:
+      params: ``{"v": (p,)}``.
+      task: ``(rho, c_star)``, each (p,).
+
+    Returns:
+      () loss.
+    """
+    rho, c_star = task
+    return 0.5 * jnp.sum((jnp.sqrt(rho) * params["v"] - c_star) ** 2)
 
 
 def feature_modes(feature_cov: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -228,6 +250,6 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         rho_k, c_flow = feature_modes(cov, ws)
         _, c0 = feature_modes(cov, w0)
         _, c_star = feature_modes(cov, w_star)
-        c = solve(rho_k, c0, c_star, t, lr).coeff
+        c = solve(rho_k, c0, c_star, t, eta=lr).coeff
         worst = max(worst, float(jnp.max(jnp.abs(c - c_flow)) / jnp.max(jnp.abs(c_star))))
     return worst

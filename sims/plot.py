@@ -31,7 +31,7 @@ def overlay(
     """Plot ``exact(t)`` as lines and ``simulated`` as markers on the same time axis.
 
     ``simulated`` is either an array of values at the times ``sim_t`` (e.g. an observable of a
-    :class:`sims.simulate.Simulation` at ``sim.t``) or a logged training history: anything with a
+    :class:`sims.gradient_descent.Simulation` at ``sim.t``) or a logged training history: anything with a
     ``.column(name)`` method, whose ``column`` values are plotted at ``time_column × time_scale``
     (``time_scale`` = learning rate maps gradient-descent steps to flow time, t = η·step).
 

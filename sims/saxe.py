@@ -139,8 +139,10 @@ def _mode_decomposition(w1, w2, u, v):
     x = w1 @ v  # (h, r): column i = α₁ r_i
     y = w2.T @ u  # (h, r): column i = α₂ r_i
     nx, ny = jnp.linalg.norm(x, axis=0), jnp.linalg.norm(y, axis=0)
-    ref = jnp.where(nx >= ny, x, y)  # the longer one fixes r_i best
-    nref = jnp.maximum(nx, ny)
+    longer = nx >= ny
+    ref = jnp.where(longer, x, y)  # the longer one fixes r_i best
+    # Its own norm (not max(nx, ny), whose derivative splits between the two at a balanced init).
+    nref = jnp.where(longer, nx, ny)
     # A mode at round-off level of the largest one is a saddle (α₁ = α₂ = 0), not a direction.
     nonzero = nref > 8 * jnp.finfo(x.dtype).eps * jnp.max(nref)
     r_dir = ref / jnp.where(nonzero, nref, 1.0)

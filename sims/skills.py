@@ -32,6 +32,7 @@ __all__ = [
     "skill_strength",
     "skill_loss",
     "solve",
+    "loss",
     "loss_curve",
     "one_shot_limit",
     "basis_function_limit",
@@ -132,6 +133,23 @@ def solve(t, S, r0, p, p_test=None, eta=1.0, absent_mass=0.0) -> SkillTrajectory
     Lk = skill_loss(R, S)
     loss = Lk @ p_test + 0.5 * S**2 * absent_mass
     return SkillTrajectory(t, R, Lk, loss)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss the flow descends: Σ_k p_k ½(S − a_k b_k)² (T Eq 4.10 weighted by Eq 4.17).
+
+    Balanced a_k(0) = b_k(0) with R_k = a_k b_k gives Ṙ_k = 2ηp_k R_k(S − R_k), solved by
+    :func:`skill_strength`.
+
+    Args:
+      params: ``{"a": (N,), "b": (N,)}``.
+      task: ``(S, p)``, the target scale () and the training weights p_k (N,).
+
+    Returns:
+      () loss.
+    """
+    S, p = task
+    return 0.5 * jnp.sum(p * (S - params["a"] * params["b"]) ** 2)
 
 
 def loss_curve(t, S, r0, p, p_test=None, eta=1.0, absent_mass=0.0, batch_size=1) -> jax.Array:

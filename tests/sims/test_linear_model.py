@@ -19,13 +19,13 @@ def test_limits_and_zero_init_formula():
     rho = jnp.array([2.0, 0.3, 0.0])
     c0 = jnp.array([0.5, -1.0, 0.7])
     c_star = jnp.array([1.0, 2.0, -3.0])
-    traj = linear_model.solve(rho, c0, c_star, jnp.array([0.0, 1e6]), lr=0.5)
+    traj = linear_model.solve(rho, c0, c_star, jnp.array([0.0, 1e6]), eta=0.5)
     np.testing.assert_array_equal(traj.coeff[0], c0)
     # t → ∞: every mode with ρ > 0 reaches the target, a ρ = 0 mode never moves.
     np.testing.assert_allclose(traj.coeff[1], jnp.array([1.0, 2.0, 0.7]), rtol=0, atol=1e-15)
     # T Eq. 1.26 (f0 = 0): ⟨e_k|f⟩ = ⟨e_k|f*⟩(1 − e^{−ηρt}), written out in numpy.
     t = np.linspace(0.0, 7.0, 11)
-    zero = linear_model.solve(rho, 0.0 * c0, c_star, jnp.asarray(t), lr=0.5).coeff
+    zero = linear_model.solve(rho, 0.0 * c0, c_star, jnp.asarray(t), eta=0.5).coeff
     want = np.asarray(c_star) * (1.0 - np.exp(-0.5 * np.outer(t, np.asarray(rho))))
     np.testing.assert_allclose(zero, want, rtol=1e-14, atol=1e-15)
 
@@ -88,7 +88,7 @@ def test_solve_vmaps_and_does_not_retrace():
     def f(rho, c0, c_star, t, lr):
         nonlocal traces
         traces += 1
-        return linear_model.solve(rho, c0, c_star, t, lr).coeff
+        return linear_model.solve(rho, c0, c_star, t, eta=lr).coeff
 
     f = jax.jit(f)
     rho, cs, t = jnp.array([1.0, 0.1]), jnp.array([1.0, -1.0]), jnp.linspace(0, 3, 5)

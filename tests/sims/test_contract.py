@@ -1,0 +1,323 @@
+"""One contract for every solver in sims (as optax's tests loop over ``_OPTIMIZERS_UNDER_TEST``).
+
+Each model is described by a :class:`Model`: how a few scalars (init scale, δ/λ, target scale) build
+its initial parameters and task, how its ``solve`` is called, which output is the network map, and
+what that map is as a function of the raw parameters. Every test below runs on every model:
+t = 0 gives the init, t → ∞ reaches the minimiser, vmap and jit without recompilation, dtype
+preserved, float32 close to float64 up to t = 1e4, ``jax.grad`` and ``jax.jacfwd`` equal to
+central finite differences at generic *and* balanced points, the closed form equal to
+:func:`sims.gradient_flow` on ``module.loss``, :func:`sims.simulate` close to it at small steps, and
+a float64 input with x64 off never yields a silent float32 answer. Tolerances come from
+:mod:`sims.tolerances`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sims import (
+    diagonal,
+    gradient_flow,
+    lambda_balanced,
+    linear_model,
+    saxe,
+    scalar_linear,
+    simulate,
+    single_neuron,
+    skills,
+    tolerance,
+)
+from sims._checks import Float64Warning
+
+
+class Model(NamedTuple):
+    """How the contract tests drive one solver."""
+
+    name: str
+    build: Callable  # (scale, knob, target, dtype) -> (params pytree, task)
+    solve: Callable  # (params, task, t) -> network map at the times t, shape T + M
+    network: Callable  # params -> network map M (the same quantity, from the raw parameters)
+    target: Callable  # task -> the network map at the minimiser reached from the build's inits
+    loss: Callable  # module.loss(params, task)
+    generic: tuple  # (scale, knob, target) at a generic point
+    balanced: tuple  # (scale, knob, target) at a balanced point (δ = 0, a = b, λ = 0, ...)
+    t_end: float  # a time by which the flow has converged
+    t_probe: float  # a time inside the transition (where derivatives are probed)
+
+
+_W = np.array([0.6, 0.2, 0.1])
+_BS = np.array([1.0, -0.5, 0.3])
+
+
+def _single_neuron_build(scale, delta, target, dtype):
+    w0 = scale * jnp.asarray(_W, dtype)
+    a0 = jnp.sqrt(w0 @ w0 + delta)  # δ = a₀² − ‖w₀‖² (η_a = η_w = 1)
+    return {"a": a0, "w": w0}, target * jnp.asarray(_BS, dtype)
+
+
+def _diagonal_build(scale, delta, target, dtype):
+    a0 = scale * jnp.asarray([1.0, 0.7, 1.3], dtype)
+    b0 = a0 - delta * jnp.asarray([1.0, -1.0, 0.5], dtype)  # δ = 0: a = b
+    sigma2 = jnp.asarray([1.0, 0.5, 0.25], dtype)
+    return {"a": a0, "b": b0}, (sigma2, target * jnp.asarray([1.0, 0.5, 2.0], dtype))
+
+
+_SIG = np.array([[2.0, 0.5, 0.0], [0.3, 1.0, 0.4]])
+
+
+def _saxe_build(scale, delta, target, dtype):
+    sig = target * jnp.asarray(_SIG, dtype)
+    init = saxe.aligned_init(sig, 2, scale, scale * (1.0 + delta))  # δ = 0: balanced
+    return init, sig
+
+
+_A = np.linalg.qr(np.array([[1.0, 0.2], [-0.3, 1.0], [0.5, 0.4]]))[0]  # (d, h) orthonormal frame
+_B = np.linalg.qr(np.array([[0.8, -0.6], [0.6, 0.8]]) @ np.diag([1.0, -1.0]))[0]  # (c, h)
+
+
+def _lambda_balanced_build(scale, lam, target, dtype):
+    # W1 = diag(s1) Aᵀ, W2 = B diag(s2) with s2² − s1² = λ: λ-balanced, smooth through λ = 0
+    # (balanced_init's max(±λ, 0) has a kink there), unaligned with Σ.
+    base = scale**2 * jnp.asarray([1.0, 0.6], dtype)
+    s1, s2 = jnp.sqrt(base - lam / 2), jnp.sqrt(base + lam / 2)
+    W1 = s1[:, None] * jnp.asarray(_A.T, dtype)
+    W2 = jnp.asarray(_B, dtype) * s2[None, :]
+    return {"W1": W1, "W2": W2}, target * jnp.asarray(_SIG, dtype)
+
+
+def _scalar_linear_build(scale, delta, target, dtype):
+    a0 = scale * jnp.asarray([1.0, -0.4, 0.8, 0.3], dtype)
+    b0 = a0 + delta * jnp.asarray([0.5, 1.0, -1.0, 0.2], dtype)  # δ = 0: a_i = b_i
+    return {"a": a0, "b": b0}, target * jnp.asarray(1.5, dtype)
+
+
+_RHO = np.array([1.0, 0.4, 0.1])
+
+
+def _linear_model_build(scale, delta, target, dtype):
+    v0 = scale * jnp.asarray([1.0, -0.5, 2.0], dtype) + delta
+    return {"v": v0}, (jnp.asarray(_RHO, dtype), target * jnp.asarray([1.0, 0.3, -0.7], dtype))
+
+
+_P = np.array([0.5, 0.3, 0.2])
+
+
+def _skills_build(scale, delta, target, dtype):
+    r0 = scale * jnp.asarray([1.0, 0.5, 2.0], dtype)
+    a0 = jnp.sqrt(r0)  # balanced a = b (the closed form's assumption)
+    return {"a": a0, "b": a0}, (target * jnp.asarray(1.0, dtype), jnp.asarray(_P, dtype))
+
+
+MODELS_UNDER_TEST = [
+    Model(
+        "single_neuron",
+        _single_neuron_build,
+        lambda p, bs, t: single_neuron.solve(p["a"], p["w"], bs, t).beta,
+        lambda p: p["a"] * p["w"],
+        lambda bs: bs,
+        single_neuron.loss,
+        (0.3, 0.05, 1.0),
+        (0.3, 0.0, 1.0),
+        60.0,
+        2.0,
+    ),
+    Model(
+        "diagonal",
+        _diagonal_build,
+        lambda p, task, t: diagonal.solve(p["a"], p["b"], *task, t).u,
+        lambda p: p["a"] * p["b"],
+        lambda task: task[1],
+        diagonal.loss,
+        (0.1, 0.02, 1.0),
+        (0.1, 0.0, 1.0),
+        200.0,
+        3.0,
+    ),
+    Model(
+        "saxe",
+        _saxe_build,
+        lambda p, sig, t: saxe.solve(p.w1, p.w2, sig, t).network_map,
+        lambda p: p.w2 @ p.w1,
+        lambda sig: sig,
+        saxe.loss,
+        (0.1, 0.3, 1.0),
+        (0.1, 0.0, 1.0),
+        60.0,
+        2.0,
+    ),
+    Model(
+        "lambda_balanced",
+        _lambda_balanced_build,
+        lambda p, sig, t: lambda_balanced.solve(p["W1"], p["W2"], sig, t).network,
+        lambda p: p["W2"] @ p["W1"],
+        lambda sig: sig,
+        lambda_balanced.loss,
+        (0.5, 0.1, 1.0),
+        (0.5, 0.0, 1.0),
+        60.0,
+        2.0,
+    ),
+    Model(
+        "scalar_linear",
+        _scalar_linear_build,
+        lambda p, S, t: scalar_linear.solve(p["a"], p["b"], S, t).theta,
+        lambda p: jnp.sum(p["a"] * p["b"]),
+        lambda S: S,
+        scalar_linear.loss,
+        (0.2, 0.1, 1.0),
+        (0.2, 0.0, 1.0),
+        60.0,
+        1.0,
+    ),
+    Model(
+        "linear_model",
+        _linear_model_build,
+        lambda p, task, t: linear_model.solve(
+            task[0], jnp.sqrt(task[0]) * p["v"], task[1], t
+        ).coeff,
+        None,  # set below: needs the task (c = √ρ v)
+        lambda task: task[1],
+        linear_model.loss,
+        (0.5, 0.1, 1.0),
+        (0.5, 0.0, 1.0),
+        400.0,
+        2.0,
+    ),
+    Model(
+        "skills",
+        _skills_build,
+        lambda p, task, t: skills.solve(t, task[0], p["a"] * p["b"], task[1]).R,
+        lambda p: p["a"] * p["b"],
+        lambda task: jnp.full(3, task[0]),
+        skills.loss,
+        (0.01, 0.0, 1.0),
+        (0.01, 0.0, 1.0),
+        400.0,
+        6.0,
+    ),
+]
+# The linear model's network map is its mode coefficients c = √ρ v (they need ρ from the task).
+MODELS_UNDER_TEST[5] = MODELS_UNDER_TEST[5]._replace(
+    network=lambda p: jnp.sqrt(jnp.asarray(_RHO, p["v"].dtype)) * p["v"]
+)
+IDS = [m.name for m in MODELS_UNDER_TEST]
+
+
+def _run(model: Model, x, t, dtype=jnp.float64):
+    params, task = model.build(*x, dtype)
+    return model.solve(params, task, jnp.asarray(t, dtype))
+
+
+def _scale(model: Model, x) -> float:
+    _, task = model.build(*x, jnp.float64)
+    return float(jnp.max(jnp.abs(model.target(task))))
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_t0_is_the_init_and_t_infinity_the_minimiser(model):
+    params, task = model.build(*model.generic, jnp.float64)
+    out = model.solve(params, task, jnp.array([0.0, model.t_end]))
+    size = _scale(model, model.generic)
+    tol0 = tolerance(np.float64, "initial_value")
+    np.testing.assert_allclose(out[0], model.network(params), atol=tol0 * size, rtol=0)
+    tol = tolerance(np.float64, "fixed_point")
+    np.testing.assert_allclose(out[1], model.target(task), atol=tol * size, rtol=0)
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_closed_form_is_the_flow_of_its_loss(model):
+    params, task = model.build(*model.generic, jnp.float64)
+    t = jnp.linspace(0.0, 2.0 * model.t_probe, 7)
+    ref = gradient_flow(model.loss, params, t, task, atol=1e-16)
+    want = jax.vmap(model.network)(ref)
+    got = model.solve(params, task, t)
+    tol = tolerance(np.float64) * _scale(model, model.generic)
+    np.testing.assert_allclose(got, want, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_gradient_descent_approaches_the_closed_form(model):
+    params, task = model.build(*model.generic, jnp.float64)
+    lr = 1e-2
+    sim = simulate(model.loss, params, task, lr=lr, n_steps=int(model.t_probe / lr) * 2, every=20)
+    got = jax.vmap(model.network)(sim.params)
+    want = model.solve(params, task, sim.t)
+    tol = tolerance(np.float64, "gradient_descent") * _scale(model, model.generic)
+    np.testing.assert_allclose(got, want, atol=tol, rtol=0)
+    assert float(jnp.max(jnp.abs(got - want))) > 0  # the two sides are computed independently
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_vmap_over_inits_and_no_recompilation(model):
+    t = jnp.linspace(0.0, model.t_probe, 5)
+    scales = jnp.array([0.5, 1.0, 1.5]) * model.generic[0]
+
+    def run(s, knob, target):
+        return _run(model, (s, knob, target), t)
+
+    batch = jax.vmap(run, in_axes=(0, None, None))(scales, *model.generic[1:])
+    one = run(scales[2], *model.generic[1:])
+    np.testing.assert_allclose(batch[2], one, rtol=1e-13, atol=1e-15)
+    f = jax.jit(run)
+    f(*model.generic)
+    n = f._cache_size()
+    f(1.1 * model.generic[0], model.generic[1], 0.9 * model.generic[2])
+    f(0.7 * model.generic[0], model.balanced[1], 1.2 * model.generic[2])
+    assert f._cache_size() == n
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_dtype_preserved_and_float32_close_to_float64_up_to_1e4(model):
+    t = np.array([0.0, 0.5 * model.t_probe, model.t_probe, 1e2, 1e3, 1e4])
+    hi = _run(model, model.generic, t, jnp.float64)
+    lo = _run(model, model.generic, t, jnp.float32)
+    assert hi.dtype == jnp.float64 and lo.dtype == jnp.float32
+    tol = tolerance(np.float32) * _scale(model, model.generic)
+    np.testing.assert_allclose(np.asarray(lo, np.float64), hi, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("point", ["generic", "balanced"])
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_grad_and_jacfwd_equal_finite_differences(model, point):
+    x0 = np.array(getattr(model, point), dtype=np.float64)
+    t = jnp.array([model.t_probe])
+
+    def value(x):
+        return jnp.sum(_run(model, tuple(x), t))
+
+    x0j = jnp.asarray(x0)
+    g = jax.grad(value)(x0j)
+    jf = jax.jacfwd(value)(x0j)
+    h = 1e-5
+    fd = np.array(
+        [
+            (float(value(x0j.at[i].add(h))) - float(value(x0j.at[i].add(-h)))) / (2 * h)
+            for i in range(3)
+        ]
+    )
+    assert np.all(np.isfinite(np.asarray(g))) and np.all(np.isfinite(np.asarray(jf)))
+    scale = max(1.0, float(np.max(np.abs(fd))))
+    tol = tolerance(np.float64, "finite_difference")
+    for i in range(3):
+        assert abs(float(g[i]) - fd[i]) <= tol * scale, (i, float(g[i]), fd[i])
+        assert abs(float(jf[i]) - fd[i]) <= tol * scale, (i, float(jf[i]), fd[i])
+
+
+@pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
+def test_float64_input_without_x64_is_never_a_silent_float32_answer(model):
+    params, task = model.build(*model.generic, jnp.float64)
+    as_np = lambda tree: jax.tree.map(lambda x: np.asarray(x, np.float64), tree)  # noqa: E731
+    params, task = as_np(params), as_np(task)
+    t = np.linspace(0.0, 1.0, 3)
+    with jax.enable_x64(False), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = model.solve(params, task, t)
+    warned = any(issubclass(w.category, Float64Warning) for w in caught)
+    assert warned or out.dtype == np.float64
