@@ -24,15 +24,18 @@ and ``output_scale``.) For every variant the run records when the training accur
 (t_gen) and the **generalisation delay** t_gen − t_fit, plus D_LR of the test features along the
 way (the thesis reads grokking as a lazy/EF → rich/MF transition, Fig 6.4).
 
-Command: ``lrrich run grokking-mlp --out runs/grokking-mlp`` (small: scikit-learn digits, offline;
-5 × 8,000 Adam steps, measured 5 min 35 s wall / 3 min 10 s CPU on the shared, heavily loaded
-2-core machine). Paper scale (MNIST, needs the [data] extra and a prepared TFDS folder):
-``lrrich run grokking-mlp --scale paper``.
-Expected (small, seed 0): every variant fits the training set within 100–300 steps; the default
-sits at ~60% test accuracy for thousands of steps and reaches the threshold (95% of the best
-final accuracy, 0.94) only at step 5,400 — delay 5,300 steps — while its test D_LR falls from
-0.78 at t_fit to 0.40 (lazy → rich); all four fixes reach it by the first log point (delay 0) and
-end at 98–99% test accuracy, like the default after grokking.
+Command: ``lrrich run grokking-mlp --out runs/grokking-mlp`` (small: 1,000 real MNIST images
+from ``mnist5k``, the paper's protocol except 8,000 instead of 14,000 Adam steps; measured 18 min
+wall / 7.0 min CPU on the shared 2-core machine under a load of 10–16). Paper scale (the 1,000
+images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder, 14,000
+steps): ``lrrich run grokking-mlp --scale paper``.
+Measured (small, seed 0; threshold = 95 % of the best final test accuracy = 87.9 %): the default
+(w = 5, S = 3) fits at step 100 with 28 % test accuracy, creeps to 38 % by step 3,000 and then
+groks: 70 % at 6,000, 88.5 % at 7,800 — delay 7,700 steps, test D_LR 0.89 at t_fit → 0.58.
+Weight downscaling, input downscaling and output downscaling generalise as they fit (delay 0 /
+0 / 200 steps; 91 / 88 / 86 % test accuracy at t_fit). Target upscaling (S = 30) removes the
+plateau too — 85.6 % at t_fit — but creeps to the 87.9 % threshold only at step 2,800 (delay
+2,700 by the threshold rule). On the 8×8 digits proxy the default grokked at 5,400.
 """
 
 from __future__ import annotations
@@ -75,9 +78,10 @@ class Config:
     Adam lr 1e-3 with weight decay 1e-4, batch 128, 2,000 epochs (= 14,000 steps of 7 full
     minibatches), Table 6.1 scales. **Decisions:** "Adam with weight decay" is PyTorch's
     ``Adam(weight_decay=…)`` (coupled L2, ``optimizer='adam'``); biases start at zero (LeCun
-    init as in Flax); "depth 4" counts the readout. Small scale: scikit-learn's 8×8 digits
-    (1,000 of the 1,437 training images, the 360 fixed test images) instead of MNIST and 8,000
-    steps (the default groks by ~6,000 there); everything else is the paper's.
+    init as in Flax); "depth 4" counts the readout. Small scale: 1,000 real MNIST images (a
+    class-balanced subset of ``mnist5k``'s 4,000; its 1,000 fixed test images) and 8,000 steps
+    instead of 14,000 (the default groks by ~7,800 there; ``--set steps=14000`` is the paper's
+    length, ~12 CPU-min); everything else is the paper's.
 
     Attributes:
       seed: PRNG seed of the init (shared by all variants), the data order and the subset.
@@ -235,6 +239,7 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"test_acc_{variant}"] = c["test_acc"][-1]
         fit_at = int(np.searchsorted(steps, t_fit)) if t_fit is not None else None
         summary[f"dlr_at_fit_{variant}"] = None if fit_at is None else c["dlr_test"][fit_at]
+        summary[f"test_acc_at_fit_{variant}"] = None if fit_at is None else c["test_acc"][fit_at]
         summary[f"dlr_final_{variant}"] = c["dlr_test"][-1]
     fixes = [v for v in config.variants if v != "default"]
     if fixes:
@@ -250,8 +255,9 @@ def run(config: Config, run_dir: Path) -> dict:
 
 def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
     """Paper vs measured (T Table 6.1 / Fig 6.5). A delay counts as removed when it is at most
-    two log intervals (the resolution of t_fit and t_gen); the default's plateau counts as
-    reproduced when it generalises later than that, as "direction reproduced" when it has not
+    two log intervals (the resolution of t_fit and t_gen) and as "direction reproduced" when it
+    is shorter than the default's; the default's plateau counts as reproduced when it
+    generalises later than two log intervals, as "direction reproduced" when it has not
     generalised by the end of the run (the plateau is there, the grokking is not seen)."""
     scale = (
         f"tanh MLP depth {config.depth} width {config.width}, Adam, {config.steps} steps, "
@@ -269,14 +275,25 @@ def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
             verdict="direction reproduced"
             if delay is None
             else ("reproduced" if delay > tol else "not reproduced"),
-            note=f"default test accuracy at the end {s['test_acc_default']:.1%}, threshold "
-            f"{s['test_threshold']:.1%}",
+            note=(
+                f"test accuracy {s['test_acc_at_fit_default']:.1%} when it fits, "
+                if s.get("test_acc_at_fit_default") is not None
+                else ""
+            )
+            + f"{s['test_acc_default']:.1%} at the end (threshold {s['test_threshold']:.1%})",
         )
     ]
     for v in config.variants:
         if v == "default":
             continue
         d = s[f"delay_{v}"]
+        if d is not None and d <= tol:
+            verdict = "reproduced"
+        elif d is not None and (delay is None or d < delay):
+            verdict = "direction reproduced"
+        else:
+            verdict = "not reproduced"
+        at_fit = s.get(f"test_acc_at_fit_{v}")
         rows.append(
             _comparison.row(
                 f"generalisation delay, {v.replace('_', ' ')}",
@@ -284,8 +301,9 @@ def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
                 "not generalised" if d is None else f"{d:.0f} steps",
                 dataset=dataset,
                 scale=scale,
-                verdict="reproduced" if d is not None and d <= tol else "not reproduced",
-                note=f"final test accuracy {s[f'test_acc_{v}']:.1%}",
+                verdict=verdict,
+                note=(f"test accuracy {at_fit:.1%} when it fits, " if at_fit is not None else "")
+                + f"{s[f'test_acc_{v}']:.1%} at the end",
             )
         )
     return rows
