@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 VERDICTS = ("reproduced", "direction reproduced", "not reproduced")
 
 
@@ -57,3 +59,13 @@ def judge(same_value: bool, same_direction: bool) -> str:
 def dataset_text(data) -> str:
     """``'<name> (<n_train> train / <n_test> test)'`` of a :class:`nets.data.Dataset`."""
     return f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)"
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation of two 1-D sequences without ties (NaN if any value is not
+    finite or there are fewer than two)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("nan")
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])

@@ -13,13 +13,15 @@ value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,40
 ``lrrich sweep learning-curve --scale paper --grid n_trains=50000 --grid
 weight_decays=0,0.0001,0.0005,0.001``.
 
-Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on the
-offline 8×8 digits, 18 networks; 5 min wall measured on the shared, heavily loaded 2-core CPU).
-Measured (small, seed 0, λ = 0): test error 18 % → 1.4 % from n = 50 to 1,437 (fitted exponent
-−0.76), D_LR 0.23 (n = 50) → 0.16 (n = 200), then flat at 0.16–0.20; at n = 1,437 D_LR 0.179 /
-0.155 / 0.161 for λ = 0 / 1e-4 / 1e-3. So: more data and weight decay make the MLP slightly
-richer, but it never crosses the MF boundary 0.1 and there is no sharp transition — the MLP stays
-in the extended-feature regime (T §7.4), unlike the paper's ResNet18 on CIFAR-10.
+Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
+class-balanced subsets of the 4,000 real mnist5k training images, 14 networks; 6.9 min wall,
+2.6 min CPU on the shared 2-core CPU under a load of ~10).
+Measured (small, seed 0): test error 31.7 % → 4.4 % from n = 50 to 4,000 (fitted exponent
+−0.45); test D_LR at λ = 0: 0.215 (n = 50), 0.181 (100), then flat at 0.17–0.18 up to 4,000 —
+no critical n, never below the MF boundary 0.1 (the extended-feature regime of fully connected
+nets, T §7.4), unlike the paper's ResNet18 on CIFAR-10. Weight decay λ = 1e-3 makes the MLP
+richer at every n (test D_LR 0.142 → 0.117; on the training inputs 0.07–0.11, i.e. at the MF
+boundary) at a small cost in test accuracy at n = 4,000 (93.1 % vs 95.6 %).
 """
 
 from __future__ import annotations
@@ -178,9 +180,9 @@ def run(config: Config, run_dir: Path) -> dict:
 
 def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
     """Paper vs measured (seed 000 Fig 5, T Fig 7.1–7.2(b)). The paper's claims are qualitative:
-    D_LR falls below the MF boundary 0.1 beyond a critical n ("reproduced" when it does, with the
-    test error falling; "direction reproduced" when D_LR falls with n but stays above 0.1), and
-    a larger weight decay gives a smaller D_LR at the largest n."""
+    D_LR falls below the MF boundary 0.1 beyond a critical n ("reproduced" when it does;
+    "direction reproduced" when D_LR falls steadily with n — Spearman rank correlation ≤ −0.8 —
+    but stays above 0.1), and a larger weight decay gives a smaller D_LR at the largest n."""
     dataset = f"{full.name} (subsets of {len(full.x_train):,} / {len(full.x_test):,} test)"
     scale = f"{config.model}, {config.epochs} epochs at n = {n_max}, SGD lr {config.lr:g}"
     pts = list(points.values())
@@ -190,6 +192,7 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
     if len(sel) > 1:
         first, last = sel[0], sel[-1]
         crossing = next((p["n_train"] for p in sel if p["dlr"] < 0.1), None)
+        rho = _comparison.spearman([p["n_train"] for p in sel], [p["dlr"] for p in sel])
         rows.append(
             _comparison.row(
                 f"D_LR vs n (lambda = {common.tag(wd0)})",
@@ -197,11 +200,9 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
                 ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel),
                 dataset=dataset,
                 scale=scale,
-                verdict=_comparison.judge(
-                    crossing is not None and last["dlr"] < 0.1, last["dlr"] < first["dlr"]
-                ),
-                note=f"first n with D_LR < 0.1: {crossing}; test error "
-                f"{1 - first['test_acc']:.1%} -> {1 - last['test_acc']:.1%}",
+                verdict=_comparison.judge(crossing is not None and last["dlr"] < 0.1, rho <= -0.8),
+                note=f"first n with D_LR < 0.1: {crossing}; Spearman(n, D_LR) {rho:+.2f}; test "
+                f"error {1 - first['test_acc']:.1%} -> {1 - last['test_acc']:.1%}",
             )
         )
     big = sorted((p for p in pts if p["n_train"] == n_max), key=lambda p: p["weight_decay"])

@@ -121,8 +121,8 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"{key}_alpha_max"] = rows[-1][key]
     for key in ("s_init", "param_norm", "nc1"):
         vals = np.array([r[key] for r in rows])
-        summary[f"{key}_spearman_vs_alpha"] = _spearman(np.array(config.alphas), vals)
-    summary["dlr_spearman_vs_alpha"] = _spearman(np.array(config.alphas), dlrs)
+        summary[f"{key}_spearman_vs_alpha"] = _comparison.spearman(np.array(config.alphas), vals)
+    summary["dlr_spearman_vs_alpha"] = _comparison.spearman(np.array(config.alphas), dlrs)
     return {
         "summary": summary,
         "table": rows,
@@ -182,14 +182,6 @@ _NOTES = {
     "nc1": "NC1 = Tr(S_W S_B^+)/C grows with alpha over orders of magnitude on 1,000 images; "
     "the paper's NC1 curve does not follow alpha",
 }
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rank correlation of two 1-D arrays without ties (NaN-safe: NaN → NaN)."""
-    if len(a) < 2 or not np.all(np.isfinite(b)):
-        return float("nan")
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

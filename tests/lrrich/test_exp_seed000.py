@@ -104,6 +104,17 @@ def test_comparison_rows_reject_unknown_verdicts():
     assert _comparison.judge(False, False) == "not reproduced"
 
 
+def test_spearman_against_scipy():
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=12), rng.normal(size=12)
+    assert _comparison.spearman(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    assert _comparison.spearman([1, 2, 3], [5, 7, 9]) == pytest.approx(1.0)
+    assert math.isnan(_comparison.spearman([1, 2], [1, float("nan")]))
+    assert math.isnan(_comparison.spearman([1], [1]))
+
+
 def test_measures_against_direct_formulas():
     """S_init, ‖θ‖² and D_LR of _seed000.measures against naive n×n kernel computations."""
     data = common.load_task("mnist5k", n_train=200)
