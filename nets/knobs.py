@@ -1,7 +1,7 @@
 """Lazy/rich knobs that act on a model's parameters or on a dataset (applied before training).
 
 Knobs acting during training (target/input/output scale, target downscaling, last-layer-only)
-are fields of :class:`nets.train.TrainConfig`; the ones here change the initial parameters or the
+are fields of :class:`nets.config.TrainConfig`; the ones here change the initial parameters or the
 data once:
 
 * :func:`scale_weights` — weight scale w (thesis Table 6.1: θ₀ → w θ₀).

@@ -1,6 +1,6 @@
 """Scale-out: data parallelism over local devices, multi-host runs, vmapped seeds.
 
-**One device or many, one code path.** :func:`nets.train.train` with ``data_parallel=True`` builds
+**One device or many, one code path.** :func:`nets.train` with ``data_parallel=True`` builds
 a 1-D mesh ``('data',)`` over ``jax.local_devices()``; the dataset and the training state are
 replicated, each minibatch is sharded along its batch axis
 (``NamedSharding(mesh, PartitionSpec('data'))``) and XLA inserts the gradient all-reduce, so the
