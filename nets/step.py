@@ -86,7 +86,15 @@ class Program:
     mesh: jax.sharding.Mesh | None = None
 
     def init(self, model: nnx.Module, hp: HParams) -> TrainState:
-        """The initial :class:`TrainState` of ``model`` (already scaled/balanced, see :func:`build`)."""
+        """The initial :class:`TrainState` of ``model`` (already scaled/balanced, see :func:`build`).
+
+        Args:
+          model: a model of this program's structure (not modified).
+          hp: :class:`~nets.config.HParams` (only their structure shapes the optimizer state).
+
+        Returns:
+          :class:`TrainState` at step 0 with fresh copies of the parameters.
+        """
         filt = _trainable_filter(self.config.last_layer_only)
         model.train()
         _, trainable, rest = nnx.split(model, filt, ...)
@@ -164,7 +172,15 @@ def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformatio
 
 
 def learning_rate(program: Program, hp: HParams, step: jax.Array) -> jax.Array:
-    """η(step) = η · schedule factor (:func:`nets.optim.schedule_factor`), traced in η and step."""
+    r"""The learning rate :math:`\eta(s) = \eta\,\mathrm{factor}(s)` at optimizer step ``step``.
+
+    Args:
+      program: the static half (schedule kind, clock); hp: traced η and step factor γ;
+      step: () int, the step s (traced or not).
+
+    Returns:
+      () η(s) in the dtype of ``hp.lr`` (see :func:`nets.optim.schedule_factor`).
+    """
     c = program.config
     return hp.lr * schedule_factor(
         c.schedule,
@@ -178,7 +194,14 @@ def learning_rate(program: Program, hp: HParams, step: jax.Array) -> jax.Array:
 
 
 def scale_inputs(x: jax.Array, hp: HParams) -> jax.Array:
-    """x → s_in·x for float inputs (token ids are left alone), in x's dtype."""
+    """Input scaling x → s_in·x (T Table 6.1) for float inputs; token ids are left alone.
+
+    Args:
+      x: inputs (n, ...); hp: :class:`~nets.config.HParams` (``input_scale`` s_in).
+
+    Returns:
+      scaled x, same shape and dtype.
+    """
     if jnp.issubdtype(x.dtype, jnp.floating):
         return x * hp.input_scale.astype(x.dtype)
     return x
