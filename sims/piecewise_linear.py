@@ -41,6 +41,7 @@ import numpy as np
 from jax import lax
 
 from sims._checks import as_float, check_finite, check_shape, is_concrete
+from sims.single_neuron import kernel_distance
 
 __all__ = [
     "Trajectory",
@@ -182,19 +183,6 @@ def hamming_distance(C0: jax.Array, C: jax.Array) -> jax.Array:
       (...,) in [0, 1].
     """
     return jnp.mean((C0 != C).astype(jnp.result_type(float)), axis=(-2, -1))
-
-
-def kernel_distance(K0: jax.Array, K: jax.Array) -> jax.Array:
-    """Kernel distance S = 1 − ⟨K0, K⟩_F / (‖K0‖_F ‖K‖_F) (Fort et al. 2020; K App. D.1).
-
-    Args:
-      K0, K: (..., n, n) kernels.
-
-    Returns:
-      (...,) in [0, 1] for positive semi-definite kernels.
-    """
-    inner = jnp.sum(K0 * K, axis=(-2, -1))
-    return 1.0 - inner / (jnp.linalg.norm(K0, axis=(-2, -1)) * jnp.linalg.norm(K, axis=(-2, -1)))
 
 
 # --- vector fields -------------------------------------------------------------------------------

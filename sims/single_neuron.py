@@ -99,14 +99,25 @@ def _prepare(a0, w0, beta_star, eta_a, eta_w):
 # ---------------------------------------------------------------------------------------------
 
 
-def _rates(delta, s2, eta_a, eta_w):
-    """D, δ + D and D − δ without cancellation (one of them is 4η_aη_w s²/(D + |δ|))."""
-    c = 4.0 * eta_a * eta_w * s2
-    D = jnp.sqrt(delta**2 + c)
-    big = D + jnp.abs(delta)
-    small = c / big
+def _kappa_pm(delta, c):
+    """(κ, κ + δ, κ − δ) for κ = √(δ² + c), c ≥ 0, without cancellation: (κ + δ)(κ − δ) = c.
+
+    The larger of κ ± δ is κ + |δ|, the smaller c over it; written per sign of δ without |δ|, so
+    the derivative at δ = 0 is the true one (d(κ ± δ)/dδ = ±1 there). The one place for this trick.
+    """
+    kappa = jnp.sqrt(delta**2 + c)
     pos = delta >= 0
-    return D, jnp.where(pos, big, small), jnp.where(pos, small, big)
+    big = kappa + jnp.where(pos, delta, -delta)
+    small = jnp.where(big > 0, c / jnp.where(big > 0, big, 1.0), 0.0)
+    return kappa, jnp.where(pos, big, small), jnp.where(pos, small, big)
+
+
+def _one_minus_exp_over(x):
+    """(1 − e^{−x})/x for x ≥ 0, smooth through x = 0 (value 1, derivative −½)."""
+    x = jnp.where(x >= 0, x, 0.0)  # the unused branch of a where may pass x < 0
+    small = x < 1e-8
+    xs = jnp.where(small, 1.0, x)
+    return jnp.where(small, 1.0 - 0.5 * x, -jnp.expm1(-xs) / xs)
 
 
 def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
@@ -114,7 +125,7 @@ def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
     q0 = w0 @ beta_star
     w_perp0 = w0 - (q0 / s2) * beta_star
     delta = eta_w * a0**2 - eta_a * (w0 @ w0)
-    D, dpD, Dmd = _rates(delta, s2, eta_a, eta_w)  # D, δ + D, D − δ  (all > 0)
+    D, dpD, Dmd = _kappa_pm(delta, 4.0 * eta_a * eta_w * s2)  # D, δ + D, D − δ  (all > 0)
     nu_p = Dmd / (2.0 * eta_a)  # ν₊ = (D − δ)/(2η_a)
     nu_m = -dpD / (2.0 * eta_a)  # ν₋ = −(D + δ)/(2η_a)
     A = eta_a * (q0 - nu_m * a0) / D
@@ -125,11 +136,11 @@ def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
     p_half = jnp.exp(-0.5 * Dmd * t)  # e^{−(D−δ)t/2}
     E = e_half**2  # e^{−(δ+D)t}
     eD = e_half * p_half  # e^{−Dt}
-    # (e^{−Dt} − e^{−(δ+D)t})/δ = e^{−max(D, δ+D)t}(1 − e^{−|δ|t})/|δ| > 0, limit t e^{−Dt} at δ = 0.
-    abs_d = jnp.abs(delta)
-    nonzero = abs_d > 0
-    h = jnp.where(nonzero, -jnp.expm1(-abs_d * t) / jnp.where(nonzero, abs_d, 1.0), t)
-    T2 = jnp.where(delta > 0, eD, E) * h
+    # (e^{−Dt} − e^{−(δ+D)t})/δ = e^{−max(D, δ+D)t} t (1 − e^{−|δ|t})/(|δ|t) > 0; each branch is
+    # smooth and they agree at δ = 0, so the derivative there is right (|δ| itself has a kink).
+    T2 = t * jnp.where(
+        delta > 0, eD * _one_minus_exp_over(delta * t), E * _one_minus_exp_over(-delta * t)
+    )
     T1 = -jnp.expm1(-dpD * t) / dpD  # (1 − e^{−(δ+D)t})/(δ + D)
     decay_b = -jnp.expm1(-Dmd * t) / Dmd  # (1 − e^{−(D−δ)t})/(D − δ)
     lam_m2 = E + 2.0 * eta_w * (A**2 * T1 - 2.0 * A * B * T2 + B**2 * E * decay_b)
@@ -236,7 +247,7 @@ def basin(a0, w0, beta_star, eta_a=1.0, eta_w=1.0) -> jax.Array:
     """
     a0, w0, beta_star, eta_a, eta_w = _prepare(a0, w0, beta_star, eta_a, eta_w)
     delta = eta_w * a0**2 - eta_a * (w0 @ w0)
-    _, dpD, _ = _rates(delta, beta_star @ beta_star, eta_a, eta_w)
+    _, dpD, _ = _kappa_pm(delta, 4.0 * eta_a * eta_w * (beta_star @ beta_star))
     return jnp.sign(w0 @ beta_star + a0 * dpD / (2.0 * eta_a))
 
 
@@ -264,12 +275,7 @@ def params_from_mu_phi(mu, phi, delta, w0, beta_star, eta_a=1.0, eta_w=1.0):
         raise ValueError(f"mu and phi must have the same shape, got {mu.shape} and {phi.shape}")
     _checks.check_shape(delta, "delta", (), "(a scalar)")
     _, w0, beta_star, eta_a, eta_w = _prepare(0.0 * delta, w0, beta_star, eta_a, eta_w)
-    kappa = jnp.sqrt(delta**2 + 4.0 * eta_a * eta_w * mu**2)
-    # κ ± δ without cancellation: (κ + δ)(κ − δ) = 4η_aη_w μ².
-    big = kappa + jnp.abs(delta)
-    small = jnp.where(big > 0, 4.0 * eta_a * eta_w * mu**2 / jnp.where(big > 0, big, 1.0), 0.0)
-    k_plus = jnp.where(delta >= 0, big, small)
-    k_minus = jnp.where(delta >= 0, small, big)
+    _, k_plus, k_minus = _kappa_pm(delta, 4.0 * eta_a * eta_w * mu**2)
     a = jnp.sign(mu) * jnp.sqrt(k_plus / (2.0 * eta_w))
     norm_w = jnp.sqrt(k_minus / (2.0 * eta_a))
     bhat = beta_star / jnp.linalg.norm(beta_star)
@@ -308,11 +314,7 @@ def preconditioner(beta, delta, eta_a=1.0, eta_w=1.0) -> jax.Array:
     delta = _checks.as_float(delta, "delta").astype(beta.dtype)
     eta = jnp.asarray(eta_a, beta.dtype) * jnp.asarray(eta_w, beta.dtype)
     b2 = jnp.sum(beta**2, axis=-1)
-    kappa = jnp.sqrt(delta**2 + 4.0 * eta * b2)
-    big = kappa + jnp.abs(delta)
-    small = jnp.where(big > 0, 4.0 * eta * b2 / jnp.where(big > 0, big, 1.0), 0.0)
-    k_plus = jnp.where(delta >= 0, big, small)
-    k_minus = jnp.where(delta >= 0, small, big)
+    _, k_plus, k_minus = _kappa_pm(delta, 4.0 * eta * b2)
     bhat = beta / jnp.where(b2 > 0, jnp.sqrt(b2), 1.0)[..., None]
     eye = jnp.eye(beta.shape[-1], dtype=beta.dtype)
     return 0.5 * k_plus[..., None, None] * eye + 0.5 * k_minus[..., None, None] * (
@@ -344,31 +346,29 @@ def ntk(a, w, X, eta_a=1.0, eta_w=1.0) -> jax.Array:
 def kernel_distance(K0, K) -> jax.Array:
     """Kernel distance S(0, t) = 1 − ⟨K₀, K_t⟩ / (‖K₀‖_F ‖K_t‖_F) (K §1, Notation; Fort et al. 2020).
 
+    The one kernel distance of sims (:mod:`sims.piecewise_linear` re-exports it).
+
     Args:
-      K0: kernel at initialisation, shape (n, n). K: kernels, shape (..., n, n).
+      K0: kernel(s) at initialisation, shape (..., n, n), broadcastable against K.
+      K: kernels, shape (..., n, n).
 
     Returns:
-      S, shape (...), in [0, 1] for positive semi-definite kernels.
+      S, the broadcast batch shape, in [0, 1] for positive semi-definite kernels.
     """
     K0 = _checks.as_float(K0, "K0")
     K = _checks.as_float(K, "K")
-    if K0.ndim != 2 or K.shape[-2:] != K0.shape:
-        raise ValueError(f"K must have shape (..., n, n) with (n, n) = K0.shape, got {K.shape}")
+    if K0.ndim < 2 or K0.shape[-1] != K0.shape[-2] or K.shape[-2:] != K0.shape[-2:]:
+        raise ValueError(
+            f"K0 and K must be square kernels (..., n, n) of the same n, got {K0.shape}, {K.shape}"
+        )
     inner = jnp.sum(K0 * K, axis=(-2, -1))
-    return 1.0 - inner / (jnp.linalg.norm(K0) * jnp.sqrt(jnp.sum(K**2, axis=(-2, -1))))
+    norms = jnp.sqrt(jnp.sum(K0**2, axis=(-2, -1)) * jnp.sum(K**2, axis=(-2, -1)))
+    return 1.0 - inner / norms
 
 
 # ---------------------------------------------------------------------------------------------
 # Implicit bias for low-rank XᵀX (Theorem 3.1)
 # ---------------------------------------------------------------------------------------------
-
-
-def _kappa_pm(b2, delta):
-    """(κ, κ + δ, κ − δ) for κ = √(δ² + 4‖β‖²), cancellation-free."""
-    kappa = jnp.sqrt(delta**2 + 4.0 * b2)
-    big = kappa + jnp.abs(delta)
-    small = 4.0 * b2 / big
-    return kappa, jnp.where(delta >= 0, big, small), jnp.where(delta >= 0, small, big)
 
 
 def implicit_bias_potential(beta, delta) -> jax.Array:
@@ -390,7 +390,7 @@ def implicit_bias_potential(beta, delta) -> jax.Array:
     """
     beta = _checks.as_float(beta, "beta")
     delta = _checks.as_float(delta, "delta").astype(beta.dtype)
-    kappa, kp, km = _kappa_pm(jnp.sum(beta**2, axis=-1), delta)
+    kappa, kp, km = _kappa_pm(delta, 4.0 * jnp.sum(beta**2, axis=-1))
     p = jnp.sqrt(kp)
     p0 = jnp.sqrt(2.0 * jnp.maximum(delta, 0.0))
     upstream = km * (2.0 * p**2 + 2.0 * p * p0 - p0**2) / (6.0 * (p + p0))
@@ -404,7 +404,7 @@ def _bias_objective(beta, delta, lin):
 def _bias_grad_hess(beta, delta):
     # ∇Ψ = 2β/√(κ+δ);  ∇²Ψ = (2/√(κ+δ)) (I − β̂β̂ᵀ) + (√(κ+δ)/κ) β̂β̂ᵀ  (K Eq. 59–65).
     b2 = beta @ beta
-    kappa, kp, _ = _kappa_pm(b2, delta)
+    kappa, kp, _ = _kappa_pm(delta, 4.0 * b2)
     p = jnp.sqrt(kp)
     bhat = beta / jnp.sqrt(b2)
     P = jnp.outer(bhat, bhat)
@@ -420,7 +420,7 @@ def _implicit_bias(X, y, beta0, delta):
     proj = jnp.eye(d, dtype=dtype) - X_pinv @ X  # projector onto null(X)
     beta_min = X_pinv @ y
     b0n = jnp.linalg.norm(beta0)
-    _, _, km0 = _kappa_pm(b0n**2, delta)
+    _, _, km0 = _kappa_pm(delta, 4.0 * b0n**2)
     lin = jnp.sqrt(km0) * beta0 / b0n  # ψ_δ β̂₀
 
     def newton(_, beta):
@@ -536,7 +536,7 @@ def implicit_bias_1d(X, y, beta0, delta, *, a_changes_sign: bool = False) -> jax
     v = vt[-1]
     beta_min = jnp.linalg.pinv(X) @ y
     b0n = jnp.linalg.norm(beta0)
-    _, _, km0 = _kappa_pm(b0n**2, delta)
+    _, _, km0 = _kappa_pm(delta, 4.0 * b0n**2)
     k = jnp.sqrt(0.5 * km0) * (beta0 @ v) / b0n
     h = 0.5 * (k**2 + delta)
     alpha = k * jnp.sqrt(h + jnp.sqrt(h**2 + beta_min @ beta_min))
