@@ -225,8 +225,9 @@ def accumulate_moments(batches: Iterable, *, feature_factor: bool = False) -> Mo
 
     Memory is O(p² + pq + q²) whatever the number of samples n: each batch is reduced to its
     :class:`Moments` and merged into the running total (:func:`merge_moments`). The output factor's
-    round-off floor grows slowly with the number of merges (measured in float32: ≈ 1ε·s₁ for one
-    batch, ≤ 4ε·s₁ after 10³ batches), far below the rank tolerance. Batches are cast to the dtype of
+    round-off floor grows slowly with the number of merges (measured in float32 on softmax outputs of
+    n = 10⁵ samples: 0.8ε·s₁ in one batch, 2ε after 10² batches, 7ε after 10³), far below the rank
+    tolerance 2ε(√n + √C)·s₁. Batches are cast to the dtype of
     the first. Error bound: module docstring.
 
     Args:
