@@ -2,6 +2,8 @@
 
 Every function takes arrays (NumPy or JAX, float32/float64) of last-layer features Φ (n, p) and
 outputs F (n, C); the ``*_streaming`` variants take iterators of batches with O(p² + pC) memory.
+Every GEMM requests full float32 precision (``Precision.HIGHEST``), so GPU/TPU results match CPU;
+tolerances and their sources are tabled in :mod:`metrics._numerics`.
 """
 
 from metrics.activations import (

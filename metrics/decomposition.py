@@ -302,7 +302,8 @@ def feature_decomposition(
     S_eval. H* = span of the target components, Ĥ = span of the learned ones (uncentred, so the
     constant function counts). Π̂(p) = 1 when Ĥ ⊂ span Φ; Π*(p) = ‖P_Φ f*‖²/‖f*‖² for orthogonal
     equal-norm target components (one-hot); both exactly when S_eval = S_fit. Float32-safe (QR
-    route, module docstring): every mode above the rank tolerance is kept. Cost O((n + m)p² + p³ +
+    route, module docstring): every mode above the rank tolerance is kept; every GEMM at full
+    float32 precision; inputs rescaled by exact powers of two. Cost O((n + m)p² + p³ +
     m(C + C*)(p + C + C*)). Also returns D_eff (Eq. 1.16), the adjusted D_eff(ρ) (Eq. 2.6),
     ⟨e_1|1⟩, D_LR on S_eval and the MF-regime flag (D_LR < ``mf_threshold``).
 

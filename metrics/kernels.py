@@ -32,7 +32,8 @@ def feature_kernel_distance(features_init, features) -> jax.Array:
               {\lVert \Phi_{0,c}^\top\Phi_{0,c}\rVert_F\,\lVert \Phi_c^\top\Phi_c\rVert_F}
 
     (seed 000 §4, Kornblith et al. 2019 linear CKA), using ⟨HK₀H, HKH⟩_F = ‖Φ₀ᶜᵀΦᶜ‖_F² for
-    K = ΦΦᵀ: O(n p₀ p) with p₀×p matrices only, never n×n. Widths may differ.
+    K = ΦΦᵀ: O(n p₀ p) with p₀×p matrices only, never n×n, GEMMs at full float32 precision,
+    inputs rescaled by exact powers of two. Widths may differ.
 
     Args:
       features_init: (n, p₀) features Φ₀ at initialisation on n inputs.
