@@ -196,6 +196,43 @@ def gelu(x: jax.Array, *, exact: bool) -> jax.Array:
     return jax.nn.gelu(x, approximate=not exact)
 
 
+POOLS = ("max", "avg")
+
+
+def pool2d(x: jax.Array, size: int, kind: str = "max") -> jax.Array:
+    r"""Non-overlapping ``size``×``size`` pooling (stride = size, no padding) of NHWC images.
+
+    .. math::
+        y_{n,i,j,c} = \max_{0 \le a, b < s} x_{n, si + a, sj + b, c}
+        \quad\text{(or the mean over the window)},
+
+    as ``nn.MaxPool2d(s)`` / ``nn.AvgPool2d(s)`` (rows and columns beyond a multiple of s are
+    dropped). Computed as a reshape and a reduction: the same values as ``nnx.max_pool`` /
+    ``nnx.avg_pool``, but the gradient is elementwise instead of XLA's ``select_and_scatter`` /
+    windowed sum, 4–5× faster on XLA:CPU (benchmarks/bench_zoo.py). At exact ties in a max
+    window the gradient is split equally among the tied entries (``select_and_scatter`` gives it
+    to the first); after a ReLU the tied zeros get no gradient either way.
+
+    Args:
+      x: images (n, H, W, C).
+      size: window and stride s ≥ 1.
+      kind: ``'max'`` or ``'avg'``.
+
+    Returns:
+      (n, ⌊H/s⌋, ⌊W/s⌋, C).
+    """
+    if kind not in POOLS:
+        raise ValueError(f"unknown pooling kind {kind!r}; choose one of {list(POOLS)}")
+    if x.ndim != 4:
+        raise ValueError(f"pool2d needs NHWC images (n, H, W, C), got shape {x.shape}")
+    if not 1 <= size <= min(x.shape[1], x.shape[2]):
+        raise ValueError(f"pool size must be in [1, min(H, W)] for shape {x.shape}, got {size}")
+    n, h, w, c = x.shape
+    ho, wo = h // size, w // size
+    blocks = x[:, : ho * size, : wo * size].reshape(n, ho, size, wo, size, c)
+    return blocks.max(axis=(2, 4)) if kind == "max" else blocks.mean(axis=(2, 4))
+
+
 def check_images(x: jax.Array, size: int | tuple[int, ...], channels: int, model: str) -> None:
     """Raise ValueError unless x has shape (n, H, W, channels) with H = W in ``size``."""
     sizes = (size,) if isinstance(size, int) else size

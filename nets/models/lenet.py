@@ -6,10 +6,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nets.models.layers import check_images, conv, linear
+from nets.models.layers import POOLS, check_images, conv, linear, pool2d
 
 _ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
-_POOLS = ("max", "avg")
 
 
 class LeNet5(nnx.Module):
@@ -51,8 +50,8 @@ class LeNet5(nnx.Module):
             raise ValueError(
                 f"unknown activation {activation!r}; choose one of {list(_ACTIVATIONS)}"
             )
-        if pool not in _POOLS:
-            raise ValueError(f"unknown pool {pool!r}; choose one of {list(_POOLS)}")
+        if pool not in POOLS:
+            raise ValueError(f"unknown pool {pool!r}; choose one of {list(POOLS)}")
         if num_classes <= 0 or in_channels <= 0:
             raise ValueError(f"need positive sizes, got num_classes={num_classes}, {in_channels=}")
         self.in_channels = in_channels
@@ -67,8 +66,7 @@ class LeNet5(nnx.Module):
         self.head = linear(84, num_classes, **kw)
 
     def _pool(self, x: jax.Array) -> jax.Array:
-        f = nnx.max_pool if self.pool == "max" else nnx.avg_pool
-        return f(x, (2, 2), strides=(2, 2))
+        return pool2d(x, 2, self.pool)
 
     def features(self, x: jax.Array) -> jax.Array:
         """Penultimate features Φ(x), shape (n, 84), from images x of shape (n, S, S, in_channels)."""

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nets.models.layers import batch_norm, check_images, conv, linear
+from nets.models.layers import batch_norm, check_images, conv, linear, pool2d
 
 BLOCKS_PER_STAGE = (2, 2, 2, 2)  # ResNet18
 
@@ -97,7 +97,7 @@ class ResNet18(nnx.Module):
         x = self.conv1(x)
         for block in self.blocks:
             x = block(x)
-        x = nnx.avg_pool(x, (4, 4), strides=(4, 4))  # F.avg_pool2d(out, 4): 4×4 → 1×1
+        x = pool2d(x, 4, "avg")  # F.avg_pool2d(out, 4): 4×4 → 1×1
         return x.reshape(x.shape[0], -1)
 
     def __call__(self, x: jax.Array) -> jax.Array:

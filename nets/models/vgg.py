@@ -8,7 +8,7 @@ from flax import nnx
 
 from nets.init import scaled_normal, torch_kaiming_normal_fan_out, torch_uniform
 from nets.models.layers import batch_norm as make_batch_norm
-from nets.models.layers import check_images, conv, linear
+from nets.models.layers import check_images, conv, linear, pool2d
 
 # Configuration D (Simonyan & Zisserman 2015, torchvision ``cfgs["D"]``), channels in units of
 # ``width`` (64 for the real network); "M" is a 2×2 stride-2 max-pool.
@@ -152,7 +152,7 @@ class VGG16(nnx.Module):
         i = 0
         for v in VGG16_CONFIG:
             if v == "M":
-                x = nnx.max_pool(x, (2, 2), strides=(2, 2))
+                x = pool2d(x, 2, "max")
                 continue
             x = self.convs[i](x)
             if self.batch_norm:

@@ -432,3 +432,32 @@ def test_transformer_matches_teddykoker_pytorch_model():
     tokens = np.asarray(_tokens(8))
     expected = ref(torch.from_numpy(tokens)).detach().numpy()
     np.testing.assert_allclose(model(jnp.asarray(tokens)), expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize(
+    "shape,size", [((3, 28, 28, 6), 2), ((2, 10, 11, 4), 2), ((2, 8, 8, 3), 4)]
+)
+def test_pool2d_matches_windowed_reduction_values_and_gradients(kind, shape, size):
+    """Reshape pooling = flax's reduce_window pooling (values; gradients on untied inputs)."""
+    from nets.models.layers import pool2d
+
+    x = jax.random.normal(jax.random.key(0), shape)
+    ref_fn = nnx.max_pool if kind == "max" else nnx.avg_pool
+    ref = lambda x: ref_fn(x, (size, size), strides=(size, size))  # noqa: E731
+    np.testing.assert_allclose(pool2d(x, size, kind), ref(x), rtol=1e-6, atol=1e-7)
+    w = jax.random.normal(jax.random.key(1), ref(x).shape)
+    g = jax.grad(lambda x: jnp.sum(w * pool2d(jax.nn.relu(x), size, kind)))(x)
+    g_ref = jax.grad(lambda x: jnp.sum(w * ref(jax.nn.relu(x))))(x)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-6, atol=1e-7)
+
+
+def test_pool2d_bad_input():
+    from nets.models.layers import pool2d
+
+    with pytest.raises(ValueError, match="kind"):
+        pool2d(jnp.ones((1, 4, 4, 1)), 2, "min")
+    with pytest.raises(ValueError, match="NHWC"):
+        pool2d(jnp.ones((4, 4)), 2)
+    with pytest.raises(ValueError, match="pool size"):
+        pool2d(jnp.ones((1, 4, 4, 1)), 5)
