@@ -67,7 +67,9 @@ def overlay(
     t = np.asarray(t, dtype=float)
     exact = np.asarray(exact, dtype=float)
     if exact.shape[:1] != t.shape or exact.ndim > 2:
-        raise ValueError(f"exact must have shape (T,) or (T, k) with T = {t.shape}, got {exact.shape}")
+        raise ValueError(
+            f"exact must have shape (T,) or (T, k) with T = {t.shape}, got {exact.shape}"
+        )
     if values.shape[:1] != sim_t.shape or values.ndim > 2:
         raise ValueError(
             f"simulated values must have shape (K,) or (K, k) with K = {sim_t.shape}, "
@@ -75,9 +77,7 @@ def overlay(
         )
     exact2, values2 = exact.reshape(len(t), -1), values.reshape(len(sim_t), -1)
     if exact2.shape[1] != values2.shape[1]:
-        raise ValueError(
-            f"exact has {exact2.shape[1]} curves but simulated has {values2.shape[1]}"
-        )
+        raise ValueError(f"exact has {exact2.shape[1]} curves but simulated has {values2.shape[1]}")
     import matplotlib.pyplot as plt
 
     if ax is None:

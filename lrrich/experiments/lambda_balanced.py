@@ -30,6 +30,7 @@ import numpy as np
 
 from lrrich.io import save_figure
 from sims import lambda_balanced as lb
+from sims import simulate
 
 NAME = "lambda-balanced"
 DESCRIPTION = (
@@ -56,19 +57,9 @@ SCALES = {"small": Config(), "paper": Config(n_points=500, lr=2e-4)}
 
 
 def _gradient_descent(W1, W2, sig, lr, n_steps, every):
-    """Plain GD on ½‖W₂W₁ − Σ‖² (whitened inputs); W₂W₁ saved every ``every`` steps."""
-
-    def step(carry, _):
-        A, B = carry
-        E = sig - B @ A
-        return (A + lr * B.T @ E, B + lr * E @ A.T), None
-
-    def chunk(carry, _):
-        carry, _ = jax.lax.scan(step, carry, None, length=every)
-        return carry, carry[1] @ carry[0]
-
-    _, maps = jax.lax.scan(chunk, (W1, W2), None, length=n_steps // every)
-    return jnp.concatenate([(W2 @ W1)[None], maps])
+    """Plain GD on the raw weights (``lambda_balanced.loss``); W₂W₁ saved every ``every`` steps."""
+    sim = simulate(lb.loss, {"W1": W1, "W2": W2}, sig, lr=lr, n_steps=n_steps, every=every)
+    return sim.params["W2"] @ sim.params["W1"]
 
 
 def run(config: Config, run_dir: Path) -> dict:

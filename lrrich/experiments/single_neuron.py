@@ -62,12 +62,6 @@ SCALES = {
 }
 
 
-def _raw_loss(params, data):
-    X, y = data
-    r = X @ (params["a"] * params["w"]) - y
-    return 0.5 * r @ r
-
-
 def _init(beta0, delta):
     """a₀ > 0 and w₀ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1)."""
     b2 = beta0 @ beta0
@@ -97,7 +91,7 @@ def run(config: Config, run_dir: Path) -> dict:
     deltas = jnp.asarray(config.deltas)
     a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
 
-    sim = jax.vmap(lambda a, w: gradient_flow(_raw_loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))(
+    sim = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))(
         a0, w0
     )
     theory = jax.vmap(lambda a, w: sn.solve(a, w, beta_star, t))(a0, w0)
@@ -116,7 +110,7 @@ def run(config: Config, run_dir: Path) -> dict:
     ba0, bw0 = jax.vmap(_init, (None, 0))(bias_beta0, bias_deltas)
     tb = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-2, config.bias_t_max, 80)])
     bsim = jax.vmap(
-        lambda a, w: gradient_flow(_raw_loss, {"a": a, "w": w}, tb, (Xl, yl), atol=1e-16)
+        lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, tb, (Xl, yl), atol=1e-16)
     )(ba0, bw0)
     bpath = bsim["a"][..., None] * bsim["w"]
     reached = bpath[:, -1]

@@ -179,9 +179,9 @@ MODELS_UNDER_TEST = [
     Model(
         "linear_model",
         _linear_model_build,
-        lambda p, task, t: linear_model.solve(
-            task[0], jnp.sqrt(task[0]) * p["v"], task[1], t
-        ).coeff,
+        lambda p, task, t: (
+            linear_model.solve(task[0], jnp.sqrt(task[0]) * p["v"], task[1], t).coeff
+        ),
         None,  # set below: needs the task (c = √ρ v)
         lambda task: task[1],
         linear_model.loss,

@@ -224,7 +224,7 @@ def test_vmap_over_inits_and_no_recompilation():
         (2.0, jnp.array([0.2, 0.0, 0.1]), 0.5, 2.0),  # δ > 0, new η
         (-0.3, jnp.array([0.0, 0.3, 0.0]), 3.0, 0.1),
     ]:
-        out = f(jnp.asarray(a0), w0, bs, t, jnp.asarray(ea), jnp.asarray(ew))
+        out = f(jnp.asarray(a0), w0, bs, t, eta_a=jnp.asarray(ea), eta_w=jnp.asarray(ew))
         assert out.w.shape == (7, 1, 3) and out.mu.shape == (7, 1) and out.delta.shape == ()
     assert f._cache_size() == 1
     a0 = jnp.linspace(-1.0, 1.0, 5)
