@@ -53,12 +53,18 @@ class _Checks(NamedTuple):
 
 
 def _dlr_stats(m: Moments, cols: jax.Array, rtol: jax.Array) -> tuple[DLR, _Checks]:
-    """D_LR from factored statistics, the outputs being the columns of M where ``cols`` is True.
+    """The one D_LR formula (T Eq. 2.8–2.9), on factored statistics; outputs = columns of M where ``cols``.
+
+    CKA = ‖U'_rᵀA‖_F² / (‖Φ_cᵀΦ_c‖_F √r) with G_F D = U' S V'ᵀ (D the column equilibration) and
+    A = UᵀΦ_c from :class:`Moments`, so that U U'_r is an orthonormal basis of col(F_c).
 
     Args:
       m: :class:`Moments` with q stacked output columns.
       cols: (q,) bool mask of the output columns F among M.
       rtol: () relative rank tolerance; ≤ 0 selects the default 2ε(√n + √C).
+
+    Returns:
+      (DLR(value, rank), the scalars the eager wrappers check).
     """
     dtype = m.phi_css.dtype
     c = jnp.sum(cols)
