@@ -181,3 +181,11 @@ def test_jit_entry_points_and_nan_for_constant_outputs_under_jit():
     assert int(jax.jit(dlr_with_rank)(phi, const).rank) == 0
     with pytest.raises(ValueError, match="zero numerical rank"):
         dlr_with_rank(phi, const)
+    # the moments path inside a jitted step (statistics merged on device)
+    from metrics import dlr_from_moments, merge_moments, moments
+
+    step = jax.jit(lambda a, b: dlr_from_moments(merge_moments(moments(a, b), moments(a, b))))
+    assert float(step(phi, f)) == pytest.approx(
+        float(dlr(np.tile(phi, (2, 1)), np.tile(f, (2, 1))))
+    )
+    assert np.isnan(float(step(phi, const)))
