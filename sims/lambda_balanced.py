@@ -12,7 +12,7 @@ Eq. 14 / Definition G.1; Dominé et al. 2024). Names: ``sigma_yx`` Σ_yx, ``lam`
 ∈ R^{(d+c)×h}, ``F`` = [[−λ/2·I_d, Σ_yxᵀ], [Σ_yx, λ/2·I_c]].
 
 **Solution.** λ-balance turns the flow into dQ/dt = FQ − ½QQᵀQ, so X = QQᵀ solves the matrix
-Riccati equation Ẋ = FX + XF − X², whose solution is (SPEC §1.4)
+Riccati equation Ẋ = FX + XF − X², whose solution is (Dominé et al. 2024, Thm 4.1; T Eq. 14)
 
 .. math::
     X(t) = e^{Ft}Q_0\\,[I_h + Q_0^\\top G(t) Q_0]^{-1} Q_0^\\top e^{Ft},
