@@ -27,7 +27,7 @@ average of 10–13 (other jobs running), so only large effects are trustworthy:
   gradient (~50 ms of a ~400 ms step, ~12 %), within the noise of this machine, so the models
   keep ``nnx.Conv``.
 * Max-pooling as a reshape + max (:func:`nets.models.layers.pool2d`) instead of
-  ``nnx.max_pool``: same values and gradients, but the backward pass is elementwise instead of
+  ``nnx.max_pool``: same values (gradients too, but at exact ties), and the backward pass is elementwise instead of
   XLA's ``select_and_scatter``: pool1 (512×28×28×6) gradient 89 → 20 ms, pool2 8.8 → 1.7 ms.
   **Kept** (LeNet-5, VGG16; ResNet18's average pool likewise). bench_zoo after it, same load:
   LeNet-5 3.4 steps/s vs PyTorch 1.4 (ratio 2.5; before: 2.1 vs 2.6, ratio 0.83), transformer
