@@ -16,7 +16,18 @@ sums; all weights a_i(t), b_i(t) on 10⁴ trajectories, since 10⁵ × 100 × 64
 Targets: ratio ≥ 100× per trajectory; throughput < 1 s. Timings are the best of a few runs (the
 least disturbed by other load on a shared machine); the load average is printed.
 
-    python benchmarks/bench_closed_form.py
+    python benchmarks/bench_closed_form.py           # the table
+    python benchmarks/bench_closed_form.py --hang    # the XLA:CPU hang reproducer (below)
+
+**The XLA:CPU hang** that made ``lambda_balanced`` loop over trajectories (issue 14): its former
+per-time evaluation — log-space column scaling, one batched LAPACK QR per time, a batched
+triangular solve and a ``jnp.where`` between the two — vmapped over 32 trajectories × 1,000
+times, never returns in some runs (0 % CPU; 2 of 3 runs here, so a race, not a slow path). Each piece alone (QR, triangular solve, where on random
+data of the same shapes, or the same pipeline without the final ``where``) completes in < 1 s;
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` does not help. ``--hang`` runs that pipeline
+(:data:`HANG_REPRODUCER`, self-contained) in a subprocess and reports whether it finished in
+60 s. No upstream report matches it; the solver now avoids per-time LAPACK calls altogether (an
+elementwise Householder, as suggested in jax-ml/jax#8542 for small batched QRs).
 """
 
 from __future__ import annotations
@@ -30,6 +41,38 @@ import jax.numpy as jnp
 
 N_TIMES = 1000
 BATCH = 64
+
+HANG_REPRODUCER = r"""
+import sys, time, jax, jax.numpy as jnp, jax.scipy.linalg as jsl
+jax.config.update("jax_enable_x64", True)
+B, N, n, h = 32, 1000, 7, 3
+f = jnp.sort(jax.random.normal(jax.random.key(0), (B, n)))[:, ::-1]
+Wm = jnp.linalg.qr(jax.random.normal(jax.random.key(1), (B, h, h)))[0]
+L0 = jnp.tril(jax.random.normal(jax.random.key(2), (B, n, h)))
+t = jnp.linspace(0.0, 40.0, N)
+
+def at(f, Wm, L0, t):
+    x = 2.0 * jnp.abs(f) * t
+    small = x < 1e-8
+    xs = jnp.where(small, 1.0, x)
+    log_h = jnp.where(small, -0.5 * x, jnp.log(-jnp.expm1(-xs) / xs))
+    ell = 0.5 * (2.0 * jnp.maximum(f, 0.0) * t + jnp.log(t) + log_h)
+    tri = jnp.arange(n)[:, None] >= jnp.arange(h)[None, :]
+    a = jnp.abs(L0)
+    log_l = jnp.where(tri & (a > 0), ell[:, None] + jnp.log(jnp.where(a > 0, a, 1.0)), -jnp.inf)
+    m = jnp.maximum(jnp.max(log_l, axis=0), 0.0)
+    H = jnp.concatenate([Wm * jnp.exp(-m)[None], jnp.sign(L0) * jnp.exp(log_l - m[None])], 0)
+    omega, R = jnp.linalg.qr(H)
+    z_omega = jnp.exp(f * t - ell)[:, None] * omega[h:]
+    rhs = (L0 * jnp.exp(-m)[None, :]).T
+    z_tri = jnp.exp(jnp.minimum(f * t, 0.5))[:, None] * jsl.solve_triangular(R.T, rhs, lower=True).T
+    return jnp.where((f * t > 0.5)[:, None], z_omega, z_tri)
+
+g = jax.jit(jax.vmap(lambda f, W, L: jax.vmap(lambda s: at(f, W, L, s))(t)))
+start = time.perf_counter()
+g(f, Wm, L0).block_until_ready()
+print(f"finished in {time.perf_counter() - start:.2f} s")
+"""
 
 
 def _best(fn: Callable, *args, repeats: int) -> float:
@@ -211,7 +254,27 @@ def _throughput() -> list[tuple[str, float]]:
     return out
 
 
+def _hang_reproducer(timeout: float = 60.0) -> None:
+    """Run :data:`HANG_REPRODUCER` in a subprocess; report whether it returned within ``timeout``."""
+    import subprocess
+    import sys
+
+    print(f"jax {jax.__version__}: former lambda_balanced per-time pipeline, 32 × 1000, vmapped")
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", HANG_REPRODUCER], capture_output=True, text=True, timeout=timeout
+        )
+        print(out.stdout.strip() or out.stderr.strip()[-2000:])
+    except subprocess.TimeoutExpired:
+        print(f"HUNG: no result after {timeout:.0f} s (killed)")
+
+
 def main() -> None:
+    import sys
+
+    if "--hang" in sys.argv[1:]:
+        _hang_reproducer()
+        return
     jax.config.update("jax_enable_x64", True)
     print(
         f"jax {jax.__version__} ({jax.default_backend()}), float64, {os.cpu_count()} CPUs, "
@@ -240,7 +303,6 @@ def main() -> None:
             f"{r['df1'] / r['cf1']:6.0f}×   {r['cfb'] * 1e6:10.1f} {r['dfb'] * 1e6:11.0f} "
             f"{r['dfb'] / r['cfb']:6.0f}×   {r['err']:8.1e}"
         )
-    print("* closed-form batch via lax.map (a loop over the 64), not vmap")
     print("throughput after compilation (target < 1 s):")
     for name, sec in _throughput():
         print(f"  {name:<66} {sec:7.3f} s")
