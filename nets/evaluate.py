@@ -72,6 +72,7 @@ def log_values(
     held: tuple[jax.Array, jax.Array],
     metric_fns: tuple[tuple[str, Callable], ...],
     chunk: int = EVAL_CHUNK,
+    features: tuple[jax.Array, jax.Array] | None = None,
 ) -> dict:
     """Loss, accuracy and the traceable metrics on the fit (train) and held-out (test) subsets.
 
@@ -81,14 +82,22 @@ def log_values(
       metric_fns: ``((name, fn(features, outputs)), ...)``, traceable; fn returns a () value or
         a NamedTuple with ``value`` and ``rank`` (:class:`metrics.DLR`).
       chunk: rows per forward call.
+      features: the features Φ of the fit and held-out inputs when they cannot have changed
+        since they were computed (last-layer-only training of a model without batch
+        statistics): only the readout ``head`` is then evaluated.
 
     Returns:
       ``{"train_loss", "train_acc", "test_loss", ..., "<name>_train": value,
       "<name>_train_rank": rank, ...}`` of () device arrays.
     """
     out = {}
-    for split, (x, y) in (("train", fit), ("test", held)):
-        feats, outs = forward_all(program, state, x, hp, chunk)
+    known = (None, None) if features is None else features
+    for split, (x, y), feats in zip(("train", "test"), (fit, held), known, strict=True):
+        if feats is None:
+            feats, outs = forward_all(program, state, x, hp, chunk)
+        else:
+            model = nnx.merge(program.graphdef_eval, state.trainable, state.rest)
+            outs = hp.output_scale.astype(feats.dtype) * model.head(feats)
         out.update({f"{split}_{k}": v for k, v in loss_and_accuracy(program, outs, y, hp).items()})
         for name, fn in metric_fns:
             value = fn(feats, outs)
@@ -102,6 +111,12 @@ def log_values(
 @functools.partial(jax.jit, static_argnums=(0, 4))
 def _features_outputs(program, state, hp, x, chunk):
     return forward_all(program, state, x, hp, chunk)
+
+
+def frozen_features(program: Program, state: TrainState) -> bool:
+    """Whether Φ(x) stays fixed during training: only ``head`` trains and no batch statistics."""
+    stats = nnx.merge(program.graphdef_eval, state.trainable, state.rest)
+    return program.config.last_layer_only and not jax.tree.leaves(nnx.state(stats, nnx.BatchStat))
 
 
 def features_and_outputs(

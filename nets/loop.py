@@ -33,7 +33,13 @@ from nets.batch import active_batcher
 from nets.checkpoint import Checkpointer
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
-from nets.evaluate import EVAL_CHUNK, default_metric, features_and_outputs, log_values
+from nets.evaluate import (
+    EVAL_CHUNK,
+    default_metric,
+    features_and_outputs,
+    frozen_features,
+    log_values,
+)
 from nets.history import History, JsonlLog, TrainingDiverged
 from nets.step import Program, TrainState, build, epoch_order, forward, learning_rate, run_jit
 
@@ -264,10 +270,17 @@ def train(
     history = History(records=log.records() if log else [], resumed_from=start or None)
     history.steps = total
     first_log = [True]
+    # lazy training of a model without batch statistics: Φ of the subsets is computed once
+    cached = [] if frozen_features(program, state) else None
 
     def record(step: int, loss_sum: float, loss_count: int) -> None:
         t0 = time.perf_counter()
-        values = jax.device_get(log_values(program, state, hp, *subsets, traced, chunk))
+        if cached == []:
+            cached.extend(
+                features_and_outputs(program, state, hp, xs, chunk)[0] for xs, _ in subsets
+            )
+        feats = tuple(cached) if cached else None
+        values = jax.device_get(log_values(program, state, hp, *subsets, traced, chunk, feats))
         host_values = host_metric_values(program, state, hp, subsets, host, chunk)
         rec: dict[str, Any] = {
             "step": step,

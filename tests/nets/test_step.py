@@ -33,6 +33,8 @@ TOL = {
     "bf16_params": dict(rtol=0, atol=2e-2),
     # the same float32 forward pass computed twice (log point vs evaluate)
     "same_forward": dict(rtol=1e-6),
+    # D_LR of the same float32 features, cached vs recomputed: float32 Gram and eigh round-off
+    "same_dlr": dict(rtol=1e-5),
     # traced schedule factor × η vs optax's schedules: one float32 rounding each
     "schedule": dict(rtol=1e-6, atol=1e-9),
 }
@@ -239,3 +241,18 @@ def test_regression_targets_log_loss_without_accuracy():
     np.testing.assert_allclose(hist.records[0]["test_loss"], np.mean((out - 2 * y[:32]) ** 2),
                                rtol=1e-5)  # fmt: skip
     assert "test_acc" not in hist.final
+
+
+def test_lazy_log_points_reuse_features_and_match_an_independent_evaluation(small):
+    """Last-layer-only without batch statistics: Φ is cached, the records stay exact."""
+    import metrics
+
+    cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2, last_layer_only=True)
+    model, hist = train(_mlp(0), small, cfg, key=jax.random.key(0), progress=False, eval_size=5000)
+    x = jnp.asarray(small.x_test)
+    full = evaluate(model, small, cfg)
+    np.testing.assert_allclose(hist.final["test_loss"], full["test_loss"], **TOL["same_forward"])
+    assert hist.final["test_acc"] == full["test_acc"]
+    dlr = float(metrics.dlr(model.features(x), model(x)))
+    np.testing.assert_allclose(hist.final["dlr_test"], dlr, **TOL["same_dlr"])
+    assert hist.records[0]["test_loss"] != hist.final["test_loss"]  # the head did train
