@@ -336,11 +336,16 @@ def feature_decomposition(
     # exact power-of-two rescaling (one shift for both feature samples, so ρ scales by 4^shift);
     # every field but ρ is scale invariant, and ρ is scaled back (inf only if it is unrepresentable)
     _, shift = jnp.frexp(jnp.maximum(jnp.max(jnp.abs(fit)), jnp.max(jnp.abs(ev))))
+    fit_stats = moments(jnp.ldexp(fit, -shift), feature_factor=True)
+    same = features_eval is features_fit  # one QR of Φ serves both samples (the costly step)
+    ev_stats = moments(
+        jnp.ldexp(ev, -shift), *(pow2_scale(x) for x in [out, *extra]), feature_factor=not same
+    )
+    if same:
+        ev_stats = ev_stats._replace(phi_factor=fit_stats.phi_factor)
     res = feature_decomposition_from_moments(
-        moments(jnp.ldexp(fit, -shift), feature_factor=True),
-        moments(
-            jnp.ldexp(ev, -shift), *(pow2_scale(x) for x in [out, *extra]), feature_factor=True
-        ),
+        fit_stats,
+        ev_stats,
         n_outputs=out.shape[1],
         rtol=rtol,
         mf_threshold=mf_threshold,

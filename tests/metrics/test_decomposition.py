@@ -137,6 +137,10 @@ def test_cumulative_endpoints():
     assert 0.1 < want < 0.99
     assert float(res.cum_quality[-1]) == pytest.approx(want, abs=1e-12)
     assert np.all(np.diff(np.asarray(res.cum_quality)) >= -1e-15)
+    # the same array for both samples reuses one QR of Φ: same answer as a copy
+    copy = feature_decomposition(phi, phi.copy(), f, y)
+    np.testing.assert_allclose(copy.cum_utilization, res.cum_utilization, atol=1e-13)
+    np.testing.assert_allclose(copy.rho, res.rho, rtol=1e-13)
 
 
 def test_effective_dimension():
