@@ -153,30 +153,27 @@ def _safe_norm(x, axis):
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
 
-def _reflect(v, beta, y):
-    """(I − β v vᵀ) y for column vectors along axis 0 (any trailing batch axes)."""
-    return y - (beta * jnp.sum(v * y, axis=0))[None] * v
-
-
 def _householder(cols, complete):
     """Householder QR A = QR of a batch of small matrices given as a list of k columns (m, ...).
 
     Rows run along axis 0 and the batch (here: the times) along the trailing axes, so every step is
     an elementwise operation on whole time vectors: thousands of tiny QRs run as a few fused loops
-    instead of one LAPACK call each (those were ~20× slower, and XLA:CPU deadlocked on them once
-    vmapped; see ``benchmarks/bench_closed_form.py --hang``). Differentiable everywhere, including
-    all-zero columns (the reflection is then skipped).
+    instead of one LAPACK call each (those were ~20× slower, and XLA:CPU sometimes deadlocked on
+    them once vmapped; see ``benchmarks/bench_closed_form.py --hang``). Each reflection updates all
+    remaining columns at once. Differentiable everywhere, including all-zero columns (the
+    reflection is then skipped).
 
     Returns:
-      (q, r): q, the list of m (``complete``) or min(m, k) orthonormal columns (m, ...); r, the list
-      of the k columns (min(m, k), ...) of the upper-trapezoidal factor.
+      (q, r): q, the list of m (``complete``), min(m, k) (``False``) or no (``None``) orthonormal
+      columns (m, ...); r, the list of the k columns (min(m, k), ...) of the upper-trapezoidal R.
     """
-    m = cols[0].shape[0]
-    p = min(m, len(cols))
-    cols = list(cols)
+    m, k = cols[0].shape[0], len(cols)
+    p = min(m, k)
+    A = jnp.stack(cols, axis=1)  # (m, k, ...)
     refl = []
+    done = []
     for j in range(p):
-        x = cols[j][j:]
+        x = A[j:, j]
         sign = jnp.where(x[0] >= 0, 1.0, -1.0).astype(x.dtype)
         norm = _safe_norm(x, 0)
         v = jnp.concatenate([(x[0] + sign * norm)[None], x[1:]], axis=0)
@@ -184,20 +181,27 @@ def _householder(cols, complete):
         beta = jnp.where(vv > 0, 1.0 / jnp.where(vv > 0, vv, 1.0), 0.0)
         refl.append((v, beta))
         diag = jnp.where(vv > 0, -sign * norm, x[0])
-        cols[j] = jnp.concatenate([cols[j][:j], diag[None], jnp.zeros_like(x[1:])], axis=0)
-        for c in range(j + 1, len(cols)):
-            cols[c] = jnp.concatenate([cols[c][:j], _reflect(v, beta, cols[c][j:])], axis=0)
+        done.append(jnp.concatenate([A[:j, j], diag[None], jnp.zeros_like(x[1:])], axis=0))
+        if j + 1 < k:
+            rest = A[j:, j + 1 :]
+            coef = beta[None] * jnp.sum(v[:, None] * rest, axis=0)
+            rest = rest - v[:, None] * coef[None]
+            A = jnp.concatenate([A[:, : j + 1], jnp.concatenate([A[:j, j + 1 :], rest], 0)], 1)
+    done += [A[:, c] for c in range(p, k)]
+    r = [col[:p] for col in done]
     if complete is None:
-        return None, [col[:p] for col in cols]
-    eye = jnp.eye(m, dtype=cols[0].dtype)
-    q = []
-    for c in range(m if complete else p):
-        e = jnp.broadcast_to(eye[:, c].reshape((m,) + (1,) * (cols[0].ndim - 1)), cols[0].shape)
-        for j in reversed(range(p)):
-            v, beta = refl[j]
-            e = jnp.concatenate([e[:j], _reflect(v, beta, e[j:])], axis=0)
-        q.append(e)
-    return q, [col[:p] for col in cols]
+        return None, r
+    n_q = m if complete else p
+    batch = cols[0].shape[1:]
+    E = jnp.broadcast_to(
+        jnp.eye(m, n_q, dtype=cols[0].dtype).reshape((m, n_q) + (1,) * len(batch)), (m, n_q) + batch
+    )
+    for j in reversed(range(p)):
+        v, beta = refl[j]
+        y = E[j:]
+        y = y - v[:, None] * (beta[None] * jnp.sum(v[:, None] * y, axis=0))[None]
+        E = jnp.concatenate([E[:j], y], axis=0)
+    return [E[:, c] for c in range(n_q)], r
 
 
 def _at_times(f, Wm, L0, t):

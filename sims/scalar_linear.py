@@ -186,12 +186,13 @@ def _solve(a0, b0, S, Z, t):
     u0 = (a0 + b0) / 2
     v0 = (a0 - b0) / 2
     # u_i γ^{1/2} and v_i γ^{-1/2}; a zero mode stays zero even where γ over/underflows.
-    # The factor is replaced only where it is not finite and the mode is zero, so the derivative
-    # w.r.t. a zero mode (a_i(0) = ±b_i(0)) is still the factor itself.
-    r = root[..., None]
-    up = u0 * jnp.where((u0 == 0) & ~jnp.isfinite(r), 0.0, r)
-    inv = 1.0 / jnp.where(r > 0, r, 1.0)
-    vm = v0 * jnp.where(r > 0, inv, jnp.where(v0 == 0, 0.0, jnp.inf))
+    # γ^{±1/2} is infinite only when every u_i(0) (resp. v_i(0)) is zero (P = 0, resp. M = 0), so
+    # replacing it by 0 there is exact; multiplying (no where on the modes) keeps the derivative
+    # w.r.t. a zero mode (a_i(0) = ±b_i(0)) and costs one product per mode.
+    r_up = jnp.where(jnp.isfinite(root), root, 0.0)
+    r_vm = jnp.where(root > 0, 1.0 / jnp.where(root > 0, root, 1.0), 0.0)
+    up = u0 * r_up[..., None]
+    vm = v0 * r_vm[..., None]
     a = up + vm
     b = up - vm
 
