@@ -3,7 +3,7 @@
     python benchmarks/bench_dlr.py                  # n = 200,000, p = 256, C = 10, float32
     python benchmarks/bench_dlr.py --n 20000        # quick run
 
-Prints, all measured in this run on the same float32 data (medians of repeats after compilation):
+Prints, all measured in this run on the same float32 data (best of 7 repeats after compilation):
 
 1. ``dlr`` / one ``x.T @ x`` GEMM of Φ (target ≤ 2×): D_LR adds the centring, the QR of the
    outputs and one n×C×p product to the Gram.
@@ -59,7 +59,7 @@ def _time(fn, *args, repeats=7):
         t0 = time.perf_counter()
         jax.block_until_ready(fn(*args))
         ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return float(np.min(ts))  # best of the repeats: least disturbed by other load (timeit)
 
 
 def main(n: int, p: int, c: int, n_naive: int) -> None:
