@@ -83,14 +83,13 @@ def test_bad_input(kw, match):
 
 
 def test_train_skills_learns_first_skill():
-    import optax
-
     from lrrich.experiments.emergence import train_skills
+    from nets import TrainConfig
 
     t = make_sparse_parity(jax.random.key(0), 1, 12, 3, 0.6, 5.0, dtype=jnp.float32)
     R = train_skills(
         t, [128], jax.random.key(1), steps=800, eval_every=200, batch=512,
-        optimizer=optax.sgd(0.05), init_std=0.01, n_eval=256,
+        train=TrainConfig(lr=0.05), init_std=0.01, n_eval=256,
     )  # fmt: skip
     assert R.shape == (1, 1, 5, 1)
     assert abs(R[0, 0, 0, 0]) < 0.05 and R[0, 0, -1, 0] > 0.8  # emergence: ~0 → ~1
