@@ -86,21 +86,12 @@ def _best(fn: Callable, *args, repeats: int) -> float:
     return best
 
 
-def _row(
-    name: str, closed: Callable, flow: Callable, batch: tuple, *, mapped: bool = False
-) -> dict:
-    """Time one model: single trajectory (the first of the batch) and the vmapped batch.
-
-    ``mapped``: batch the closed form with ``lax.map`` (a loop over trajectories) instead of
-    ``vmap`` (see the λ-balanced note in :func:`_lambda_balanced`).
-    """
+def _row(name: str, closed: Callable, flow: Callable, batch: tuple) -> dict:
+    """Time one model: single trajectory (the first of the batch) and the vmapped batch."""
     one = tuple(x[0] for x in batch)
     c1, f1 = jax.jit(closed), jax.jit(flow)
     fb = jax.jit(jax.vmap(flow))
-    if mapped:
-        cb = jax.jit(lambda *b: jax.lax.map(lambda a: closed(*a), b))
-    else:
-        cb = jax.jit(jax.vmap(closed))
+    cb = jax.jit(jax.vmap(closed))
     err = max(
         float(jnp.max(jnp.abs(a - b)))
         for a, b in zip(jax.tree.leaves(cb(*batch)), jax.tree.leaves(fb(*batch)), strict=True)
