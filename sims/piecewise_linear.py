@@ -359,5 +359,10 @@ def solve(
         raise ValueError("t must be non-decreasing with t[0] >= 0")
     dtype = jnp.result_type(a0, W0, X, y, t)
     a0, W0, X, y, t = (v.astype(dtype) for v in (a0, W0, X, y, t))
+    for v, n in ((eta_a, "eta_a"), (eta_w, "eta_w")):
+        v = as_float(v, n)
+        check_finite(v, n)
+        if is_concrete(v) and bool(np.any(np.asarray(v) <= 0)):
+            raise ValueError(f"{n} (learning rate) must be positive, got {np.asarray(v)}")
     eta_a, eta_w, gamma = (jnp.asarray(v, dtype) for v in (eta_a, eta_w, gamma))
     return _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims._checks import as_float, check_positive, is_concrete
+from sims._checks import as_float, check_finite, check_positive, is_concrete
 
 __all__ = [
     "SkillTrajectory",
@@ -124,12 +124,21 @@ def solve(t, S, r0, p, p_test=None, eta=1.0, absent_mass=0.0) -> SkillTrajectory
     Returns:
       :class:`SkillTrajectory` with R of shape (T, N).
     """
-    t = jnp.asarray(t)
-    p = jnp.asarray(p)
+    t = as_float(t, "t")
+    p = as_float(p, "p")
     if t.ndim != 1 or p.ndim != 1:
         raise ValueError(f"t must be (T,) and p must be (N,), got {t.shape} and {p.shape}")
-    p_test = p if p_test is None else jnp.asarray(p_test)
-    R = skill_strength(t[:, None], S, jnp.asarray(r0), p[None, :], eta)
+    r0 = as_float(r0, "r0")
+    if r0.ndim > 1 or (r0.ndim == 1 and r0.shape[0] != p.shape[0]):
+        raise ValueError(
+            f"r0 must be a scalar or have shape ({p.shape[0]},) like p, got {r0.shape}"
+        )
+    eta = as_float(eta, "eta")
+    for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (eta, "eta")):
+        check_finite(x, name)
+    check_positive(eta, "eta (learning rate η)")
+    p_test = p if p_test is None else as_float(p_test, "p_test")
+    R = skill_strength(t[:, None], S, r0, p[None, :], eta)
     Lk = skill_loss(R, S)
     loss = Lk @ p_test + 0.5 * S**2 * absent_mass
     return SkillTrajectory(t, R, Lk, loss)

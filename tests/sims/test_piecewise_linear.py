@@ -150,3 +150,11 @@ def test_bad_input():
         pl.solve(a0, W0.at[0].set(0.0), X, y, t)
     with pytest.raises(ValueError, match="gamma"):
         pl.activation_pattern(W0, X, 1.5)
+
+
+@pytest.mark.parametrize("name", ["eta_a", "eta_w"])
+@pytest.mark.parametrize("value", [-1.0, 0.0, float("nan")])
+def test_solve_rejects_non_positive_rates(name, value):
+    X, y = jnp.eye(2), jnp.array([1.0, -1.0])
+    with pytest.raises(ValueError, match=name):
+        pl.solve(jnp.ones(2), jnp.eye(2), X, y, jnp.array([0.0, 1.0]), **{name: value})

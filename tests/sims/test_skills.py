@@ -78,3 +78,20 @@ def test_traced_hyperparameters_no_recompile():
     f(1.0, 0.2)
     f(2.0, 0.3)
     assert f._cache_size() == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"eta": -1.0}, "eta"),
+        ({"eta": 0.0}, "eta"),
+        ({"r0": jnp.ones(5)}, "r0"),
+        ({"p": jnp.array([0.5, jnp.nan, 0.2])}, "p"),
+        ({"r0": jnp.nan}, "r0"),
+    ],
+)
+def test_solve_bad_input_names_the_argument(kwargs, match):
+    args = {"r0": 1e-3, "p": jnp.array([0.5, 0.3, 0.2]), "eta": 1.0}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        skills.solve(jnp.linspace(0.0, 1.0, 4), 1.0, args["r0"], args["p"], eta=args["eta"])
