@@ -16,13 +16,18 @@ Also the least-squares calibrations of B², D_c, N_c used in T §5.2.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
-from sims._checks import as_float, check_positive
+from sims._checks import as_float, check_finite, check_positive
 from sims.skills import skill_strength
 
 __all__ = [
+    "EmergenceTrajectory",
+    "solve",
+    "loss",
     "time_emergence",
     "data_emergence",
     "data_emergence_loss",
@@ -32,6 +37,69 @@ __all__ = [
     "calibrate_data",
     "calibrate_width",
 ]
+
+
+class EmergenceTrajectory(NamedTuple):
+    """Closed-form trajectory of the time-extended multilinear model (T Eq 5.2)."""
+
+    t: jax.Array  # (T,) times
+    R: jax.Array  # (T, N) skill strengths R_k(t)
+    loss: jax.Array  # (T,) loss Σ_k p_k ½(S − R_k)² (T Eq 4.10 weighted as in Eq 4.17)
+
+
+def solve(
+    r0: jax.Array,
+    S: jax.Array | float,
+    p: jax.Array,
+    t: jax.Array,
+    *,
+    B2: jax.Array | float = 1.0,
+    eta: jax.Array | float = 1.0,
+) -> EmergenceTrajectory:
+    """Skill strengths over time of the time-extended multilinear model (T Eq 5.1–5.2).
+
+    .. math::  R_k(T) = \\frac{S}{1 + (S/R_k(0) − 1)\\, e^{−2 η p_k 𝓑² S T}}
+
+    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) with R_k = 𝓑² a_k b_k.
+
+    Args:
+      r0: (N,) initial skill strengths R_k(0) ≥ 0 (or a scalar shared by all skills).
+      S: target scale S > 0.
+      p: (N,) skill weights p_k = d_k/D (P_s(k) for infinite data).
+      t: (T,) times.
+      B2: calibration constant 𝓑² > 0 (rate factor of Eq 5.2; see the module docstring).
+      eta: learning rate η > 0.
+
+    Returns:
+      :class:`EmergenceTrajectory` with R of shape (T, N).
+    """
+    t, p, r0, S = (as_float(v, n) for v, n in ((t, "t"), (p, "p"), (r0, "r0"), (S, "S")))
+    if t.ndim != 1 or p.ndim != 1:
+        raise ValueError(f"t must be (T,) and p must be (N,), got {t.shape} and {p.shape}")
+    if r0.ndim > 1 or (r0.ndim == 1 and r0.shape != p.shape):
+        raise ValueError(f"r0 must be a scalar or have shape {p.shape} like p, got {r0.shape}")
+    for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (S, "S"), (B2, "B2"), (eta, "eta")):
+        check_finite(x, name)
+    check_positive(eta, "eta (learning rate η)")
+    R = time_emergence(t[:, None], S, r0, p, B2, eta)
+    return EmergenceTrajectory(t, R, 0.5 * (S - R) ** 2 @ p)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss of the time-extended model, Σ_k p_k ½(S − 𝓑² a_k b_k)² (T Eq 5.1–5.2).
+
+    Each layer is scaled by 𝓑 (f = Σ_k (𝓑a_k)(𝓑b_k) g_k), so R_k = 𝓑² a_k b_k and a balanced init
+    gives the rate 2ηp_k𝓑²S of :func:`solve`.
+
+    Args:
+      params: ``{"a": (N,), "b": (N,)}``.
+      task: ``(S, p, B2)``: target scale S (), skill weights p_k (N,), 𝓑² ().
+
+    Returns:
+      () loss.
+    """
+    S, p, B2 = task
+    return 0.5 * jnp.sum(p * (S - B2 * params["a"] * params["b"]) ** 2)
 
 
 def time_emergence(t, S, r0, p, B2, eta=1.0) -> jax.Array:
@@ -50,6 +118,8 @@ def time_emergence(t, S, r0, p, B2, eta=1.0) -> jax.Array:
     Returns:
       R_k(T), broadcast shape.
     """
+    check_finite(S, "S (target scale)")
+    check_finite(r0, "r0 (initial skill strength R_k(0))")
     check_positive(B2, "B2 (calibration constant B^2)")
     return skill_strength(t, S, r0, p * B2, eta)
 

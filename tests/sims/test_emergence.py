@@ -1,5 +1,6 @@
 """Extended multilinear models (T Eq 5.1–5.9, B.26, B.42, B.44, C.3–C.6) against integration."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -123,3 +124,22 @@ def test_bad_input():
         em.data_emergence(3, 1.0, -1.0)
     with pytest.raises(ValueError, match="n_s"):
         em.parameter_emergence(3, 1.0, 2.0, 0)
+
+
+def test_solve_is_the_flow_of_its_loss():
+    S, B2, eta = 1.5, 0.5, 0.8
+    p = jnp.array([0.6, 0.3, 0.1])
+    a0 = jnp.array([0.05, 0.1, 0.02])
+    t = jnp.linspace(0.0, 40.0, 6)
+    ys = gradient_flow(em.loss, {"a": a0, "b": a0}, t, (S, p, B2), lr=eta)
+    sol = em.solve(B2 * a0**2, S, p, t, B2=B2, eta=eta)
+    np.testing.assert_allclose(sol.t, t)
+    np.testing.assert_allclose(sol.R, B2 * ys["a"] * ys["b"], atol=1e-9)
+    np.testing.assert_allclose(sol.loss, jax.vmap(lambda q: em.loss(q, (S, p, B2)))(ys), atol=1e-9)
+
+
+def test_nan_target_scale_is_named():
+    with pytest.raises(ValueError, match="S"):
+        em.time_emergence(1.0, jnp.nan, 0.1, 0.5, 1.0)
+    with pytest.raises(ValueError, match="r0"):
+        em.solve(jnp.array([jnp.nan]), 1.0, jnp.array([0.5]), jnp.array([0.0, 1.0]))
