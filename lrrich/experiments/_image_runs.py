@@ -327,7 +327,6 @@ def train_point(
         run_dir=run_dir,
         checkpoint_every=checkpoint_every,
         resume=checkpoint_every > 0,
-        metrics={"dlr": safe_dlr},
         progress=True,
     )
     res = measure(model, data, train_config.output_scale)

@@ -215,10 +215,14 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     for ax in axes:
         ax.legend(fontsize=7)
     s = results["summary"]
+
+    def fmt(key: str, spec: str) -> str:  # NaN went through JSON as None: print "n/a"
+        return "n/a" if s.get(key) is None else format(s[key], spec)
+
     fig.suptitle(
-        f"encoded labels ({results['dataset']['name']}): rich D_LR {s['rich_dlr']:.3f}, "
-        f"test acc {s['rich_test_acc']:.1%} | lazy D_LR {s['lazy_dlr']:.3f}, "
-        f"test acc {s['lazy_test_acc']:.1%}",
+        f"encoded labels ({results['dataset']['name']}): rich D_LR {fmt('rich_dlr', '.3f')}, "
+        f"test acc {fmt('rich_test_acc', '.1%')} | lazy D_LR {fmt('lazy_dlr', '.3f')}, "
+        f"test acc {fmt('lazy_test_acc', '.1%')}",
         fontsize=9,
     )
     return [save_figure(fig, run_dir / "encoded_labels.png")]

@@ -192,7 +192,6 @@ def run(config: Config, run_dir: Path) -> dict:
     """
     from flax import nnx
 
-    from metrics import dlr
     from nets import TrainConfig, Transformer, train
     from nets.data import load
 
@@ -239,7 +238,6 @@ def run(config: Config, run_dir: Path) -> dict:
         key=jax.random.key(config.seed),
         log_every=config.log_every,
         eval_size=config.eval_size,
-        metrics={"dlr": lambda feats, outputs: float(dlr(feats, outputs))},
         callback=callback,
         run_dir=run_dir / "train",
         checkpoint_every=config.checkpoint_every,
