@@ -21,10 +21,12 @@ Corrections to the printed formulas (derived here, checked in the tests against 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from sims._checks import as_float, check_finite, is_concrete
@@ -39,6 +41,7 @@ __all__ = [
     "square_isotropic_init",
     "hyperbolic_entropy",
     "TaskAligned",
+    "interpolant",
     "task_aligned_interpolant",
     "deep_metric",
     "deep_rich_bias",
@@ -128,6 +131,12 @@ def metric(
             f"beta_i must be (h, d, c) and delta_i (h,), got {beta_i.shape}, {delta_i.shape}"
         )
     n2 = jnp.sum(beta_i**2, axis=(1, 2))
+    if is_concrete(n2) and bool(jnp.any(n2 == 0)):
+        zero = [int(i) for i in np.flatnonzero(np.asarray(n2) == 0)]
+        raise ValueError(
+            f"beta_i has zero neurons {zero}: Eq 7 divides by ‖β_i‖², so M_i is undefined "
+            "there; drop them or use metric_from_parameters"
+        )
     kappa = jnp.sqrt(delta_i**2 + 4 * eta_a * eta_w * n2)
     P_out = jnp.einsum("i,ida,idb->ab", (kappa + delta_i) / (2 * n2), beta_i, beta_i)
     P_in = jnp.einsum("i,iau,ibu->ab", (kappa - delta_i) / (2 * n2), beta_i, beta_i)
@@ -239,20 +248,35 @@ def _q_shifted(x, delta, s):
     return (x * jnp.log(2 * s * x + R) - R / (2 * s)) / (2 * s)
 
 
-def _minimise_on_affine(objective, G, b, x0, n_iter: int = 60):
+#: Newton iterations allowed before :func:`_minimise_on_affine` reports non-convergence: damped
+#: steps bring the iterate into the quadratic basin in a few dozen steps on these programs (the
+#: tests converge in < 30); the rest is headroom. A bound is needed to stay jittable (while_loop).
+NEWTON_MAX_ITER = 100
+
+
+def _minimise_on_affine(objective, G, b, x0, max_iter: int = NEWTON_MAX_ITER):
     """argmin objective(x) s.t. Gx = b by damped Newton in the null space of G (convex, smooth).
 
     The Newton direction is Δ = −P (PHP + (I − P))⁻¹ P g with P = I − G⁺G, which stays in null(G)
     and is well defined when G is rank deficient; a backtracking line search keeps the iterate in
     the objective's domain (non-finite values are rejected).
-    """
-    P = jnp.eye(x0.shape[0], dtype=x0.dtype) - jnp.linalg.pinv(G) @ G
-    x = x0 + jnp.linalg.pinv(G) @ (b - G @ x0)
-    grad, hess = jax.grad(objective), jax.hessian(objective)
 
-    def newton(_, x):
+    Stopping criterion: the full Newton step is small, ‖Δ‖ ≤ √ε (1 + ‖x‖) with ε the machine
+    epsilon of x's dtype; that step is then taken, and quadratic convergence leaves an error of
+    O(ε). Returns ``(x, converged)``; ``converged`` is False when ``max_iter`` iterations (or a
+    failed line search) did not meet the criterion.
+    """
+    Gp = jnp.linalg.pinv(G)
+    P = jnp.eye(x0.shape[0], dtype=x0.dtype) - Gp @ G
+    x = x0 + Gp @ (b - G @ x0)
+    grad, hess = jax.grad(objective), jax.hessian(objective)
+    tol = jnp.sqrt(jnp.finfo(x0.dtype).eps)
+
+    def body(state):
+        i, x, _, _ = state
         g, H = P @ grad(x), hess(x)
         step = -P @ jnp.linalg.solve(P @ H @ P + (jnp.eye(P.shape[0], dtype=P.dtype) - P), g)
+        done = jnp.linalg.norm(step) <= tol * (1 + jnp.linalg.norm(x))
         f0, slope = objective(x), g @ step
 
         def bad(s):
@@ -260,9 +284,29 @@ def _minimise_on_affine(objective, G, b, x0, n_iter: int = 60):
             return jnp.logical_not(jnp.isfinite(f) & (f <= f0 + 0.25 * s * slope))
 
         s = lax.while_loop(lambda s: bad(s) & (s > 1e-12), lambda s: s / 2, jnp.ones_like(f0))
-        return jnp.where(s > 1e-12, x + s * step, x)
+        s = jnp.where(done, jnp.ones_like(s), s)
+        stuck = (s <= 1e-12) | jnp.logical_not(jnp.all(jnp.isfinite(step)))
+        return i + 1, jnp.where(stuck, x, x + s * step), done, stuck
 
-    return lax.fori_loop(0, n_iter, newton, x)
+    def more(state):
+        i, _, done, stuck = state
+        return (i < max_iter) & jnp.logical_not(done | stuck)
+
+    false = jnp.zeros((), bool)
+    _, x, done, _ = lax.while_loop(more, body, (0, x, false, false))
+    return x, done
+
+
+def _report_newton(x, converged, what: str, max_iter: int):
+    """Raise when a concrete Newton solve did not converge; under tracing mark it with NaN."""
+    if is_concrete(converged):
+        if not bool(converged):
+            raise RuntimeError(
+                f"{what}: Newton's method did not reach ‖Δ‖ ≤ √ε(1 + ‖x‖) in {max_iter} "
+                "iterations (or its line search failed); the problem may be ill-posed"
+            )
+        return x
+    return jnp.where(converged, x, jnp.full_like(x, jnp.nan))
 
 
 class TaskAligned(NamedTuple):
@@ -270,9 +314,22 @@ class TaskAligned(NamedTuple):
 
     Lambda: jax.Array  # (d,) singular values Λ* of β(∞) in the task basis
     beta: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ
+    converged: jax.Array  # () bool, Newton's stopping criterion met (see _minimise_on_affine)
 
 
-@jax.jit
+def _violation(M: jax.Array) -> float:
+    """Largest off-diagonal entry of M relative to its largest entry (0 when M is diagonal)."""
+    M = np.asarray(M)
+    off = M - np.diag(np.diag(M))
+    return float(np.abs(off).max() / max(np.abs(M).max(), np.finfo(M.dtype).tiny))
+
+
+def _alignment_tol(dtype) -> float:
+    # A violation ε of the alignment moves β(∞) at first order in ε; √eps (1.5e-8 in float64)
+    # admits V, U from an SVD of rounded data and rejects genuinely misaligned inputs.
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
 def task_aligned_interpolant(
     X: jax.Array,
     Y: jax.Array,
@@ -282,27 +339,105 @@ def task_aligned_interpolant(
     delta: jax.Array,
     eta_a: jax.Array | float = 1.0,
     eta_w: jax.Array | float = 1.0,
+    *,
+    max_iter: int = NEWTON_MAX_ITER,
 ) -> TaskAligned:
     """Λ* = argmin_Λ Σ_i q_δ(Λ_i) − q_δ'(Λ_i(0))Λ_i s.t. X V diag(Λ) Uᵀ = Y (K Theorem B.6).
 
     Assumptions (K B.4–B.5): β(0) = V diag(Λ(0)) Uᵀ with V, U the singular vectors of XᵀY = V S Uᵀ,
-    and XᵀX diagonal in V. Solved by Newton's method in JAX with q_δ shifted by a linear term (so
-    δ = 0 is allowed; for δ = 0 the singular values must stay positive).
+    and XᵀX diagonal in V (checked: a ``ValueError`` reports the relative off-diagonal size of
+    VᵀXᵀXV when it exceeds √ε). Solved by Newton's method in JAX with q_δ shifted by a linear term
+    (so δ = 0 is allowed; for δ = 0 the singular values must stay positive); a solve that does not
+    converge raises ``RuntimeError`` (NaN under tracing).
 
     Args:
       X: (n, d) inputs; Y: (n, d) targets; V, U: (d, d) orthogonal; Lambda0: (d,) Λ(0) > 0;
-      delta: isotropic conserved δ (Δ = δI); eta_a, eta_w: η_a, η_w.
+      delta: isotropic conserved δ (Δ = δI); eta_a, eta_w: η_a, η_w;
+      max_iter: Newton iterations before non-convergence is reported.
 
     Returns:
-      :class:`TaskAligned` (Λ*, β(∞)).
+      :class:`TaskAligned` (Λ*, β(∞), converged).
     """
+    X, Y, V, U = (as_float(v, n) for v, n in ((X, "X"), (Y, "Y"), (V, "V"), (U, "U")))
+    if is_concrete(X) and is_concrete(V):
+        err = _violation(V.T @ X.T @ X @ V)
+        if err > _alignment_tol(X.dtype):
+            raise ValueError(
+                f"XᵀX must be diagonal in V (K Assumption B.5): the off-diagonal part of VᵀXᵀXV "
+                f"is {err:.3g} of its largest entry (allowed {_alignment_tol(X.dtype):.1g})"
+            )
+    sol = _task_aligned(X, Y, V, U, Lambda0, delta, eta_a, eta_w, max_iter)
+    lam = _report_newton(sol.Lambda, sol.converged, "task_aligned_interpolant", max_iter)
+    return TaskAligned(lam, (V * lam) @ U.T, sol.converged)
+
+
+@partial(jax.jit, static_argnums=8)
+def _task_aligned(X, Y, V, U, Lambda0, delta, eta_a, eta_w, max_iter):
     s = jnp.sqrt(eta_a * eta_w)
     # vec(X V diag(Λ) Uᵀ) is linear in Λ: column i of the map is vec(X v_i u_iᵀ).
     G = jnp.einsum("nd,di,ci->nci", X, V, U).reshape(-1, Lambda0.shape[0])
     theta0 = jnp.log(2 * s * Lambda0 + jnp.sqrt(4 * s**2 * Lambda0**2 + delta**2)) / (2 * s)
     obj = lambda lam: jnp.sum(_q_shifted(lam, delta, s) - theta0 * lam)
-    lam = _minimise_on_affine(obj, G, Y.reshape(-1), Lambda0)
-    return TaskAligned(lam, (V * lam) @ U.T)
+    lam, ok = _minimise_on_affine(obj, G, Y.reshape(-1), Lambda0, max_iter)
+    return TaskAligned(lam, (V * lam) @ U.T, ok)
+
+
+def interpolant(
+    W0: jax.Array,
+    A0: jax.Array,
+    X: jax.Array,
+    Y: jax.Array,
+    V: jax.Array,
+    U: jax.Array,
+    *,
+    eta_a: jax.Array | float = 1.0,
+    eta_w: jax.Array | float = 1.0,
+    max_iter: int = NEWTON_MAX_ITER,
+) -> TaskAligned:
+    """β(∞) reached by gradient flow of a task-aligned square network from (W0, A0) (K Thm B.6).
+
+    .. math::  \\beta(\\infty) = V\\,\\mathrm{diag}(\\Lambda^*)\\,U^\\top, \\quad
+               \\Lambda^* = \\arg\\min_{XV\\mathrm{diag}(\\Lambda)U^\\top = Y}
+               \\sum_i q_\\delta(\\Lambda_i) - q_\\delta'(\\Lambda_i(0))\\Lambda_i
+
+    The contract's entry point for this model: reads Λ(0) = diag(Vᵀβ(0)U) and δ from the init and
+    checks the assumptions, each violation reported by size in a ``ValueError``: Δ = δI (K App.
+    B.1.3), β(0) diagonal in (V, U) (K B.4) and XᵀX diagonal in V (K B.5).
+
+    Args:
+      W0: (d, d) first layer W(0); A0: (d, d) second layer A(0) (f(x) = Aᵀ W x, β = WᵀA).
+      X: (n, d) inputs; Y: (n, d) targets.
+      V, U: (d, d) orthogonal singular vectors of XᵀY = V S Uᵀ.
+      eta_a, eta_w: learning rates η_a, η_w.
+      max_iter: Newton iterations before non-convergence is reported.
+
+    Returns:
+      :class:`TaskAligned` (Λ*, β(∞), converged).
+    """
+    W0, A0 = _check_two_layer(W0, A0)
+    d = W0.shape[1]
+    if W0.shape != (d, d) or A0.shape != (d, d):
+        raise ValueError(f"W0 and A0 must be square (d, d), got {W0.shape}, {A0.shape}")
+    Delta = conserved(W0, A0, eta_a, eta_w)
+    delta = jnp.mean(jnp.diag(Delta))
+    Lam = V.T @ W0.T @ A0 @ U
+    if is_concrete(Delta) and is_concrete(V) and is_concrete(U):
+        scale = max(float(jnp.abs(Delta).max()), float(eta_a * jnp.abs(W0 @ W0.T).max()))
+        err = float(jnp.abs(Delta - delta * jnp.eye(d, dtype=Delta.dtype)).max()) / scale
+        if err > _alignment_tol(W0.dtype):
+            raise ValueError(
+                f"W0, A0 must have isotropic Δ = η_w AAᵀ − η_a WWᵀ = δI: its deviation from "
+                f"δI is {err:.3g} of its scale (allowed {_alignment_tol(W0.dtype):.1g})"
+            )
+        err = _violation(Lam)
+        if err > _alignment_tol(W0.dtype):
+            raise ValueError(
+                f"β(0) = W0ᵀA0 must be diagonal in (V, U) (K Assumption B.4): the off-diagonal "
+                f"part of Vᵀβ(0)U is {err:.3g} of its largest entry"
+            )
+    return task_aligned_interpolant(
+        X, Y, V, U, jnp.diag(Lam), delta, eta_a, eta_w, max_iter=max_iter
+    )
 
 
 def deep_metric(beta: jax.Array, l: int) -> jax.Array:
@@ -357,11 +492,17 @@ def deep_isotropic_init(r: jax.Array, scale: jax.Array | float) -> tuple[jax.Arr
     return scale * r[-1], scale * jnp.einsum("id,ie->ide", r[1:], r[:-1])
 
 
-def deep_rich_interpolant(X: jax.Array, y: jax.Array, beta0: jax.Array, l: int) -> jax.Array:
+def deep_rich_interpolant(
+    X: jax.Array, y: jax.Array, beta0: jax.Array, l: int, *, max_iter: int = NEWTON_MAX_ITER
+) -> jax.Array:
     """β(∞) = argmin_β Q(β) s.t. Xβ = y (K Theorem B.9, Eq 119), solved by Newton in JAX.
 
+    A solve that misses the stopping criterion of ``_minimise_on_affine`` raises ``RuntimeError``
+    (under tracing, e.g. ``vmap``, it returns NaN instead).
+
     Args:
-      X: (n, d) inputs (n < d: many interpolants); y: (n,); beta0: (d,) β(0) ≠ 0; l: layers.
+      X: (n, d) inputs (n < d: many interpolants); y: (n,); beta0: (d,) β(0) ≠ 0; l: layers;
+      max_iter: Newton iterations before non-convergence is reported.
 
     Returns:
       β(∞): (d,).
@@ -372,7 +513,8 @@ def deep_rich_interpolant(X: jax.Array, y: jax.Array, beta0: jax.Array, l: int) 
             f"need X (n, d), y (n,), beta0 (d,), got {X.shape}, {y.shape}, {beta0.shape}"
         )
     check_finite(beta0, "beta0")
-    return _minimise_on_affine(lambda b: deep_rich_bias(b, beta0, l), X, y, beta0)
+    b, ok = _minimise_on_affine(lambda b: deep_rich_bias(b, beta0, l), X, y, beta0, max_iter)
+    return _report_newton(b, ok, "deep_rich_interpolant", max_iter)
 
 
 def _deep_beta(params):

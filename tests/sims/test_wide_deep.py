@@ -143,3 +143,49 @@ def test_bad_input():
         wd.square_isotropic_init(jnp.eye(3), jnp.eye(3), -2.0)
     with pytest.raises(ValueError, match="beta0"):
         wd.deep_rich_interpolant(jnp.ones((1, 3)), jnp.ones(1), jnp.ones(2), 2)
+
+
+def test_interpolant_entry_point_reads_the_init():
+    ea, ew, delta = 1.3, 0.8, 0.6
+    X, Y, V, U, W0, A0 = _task_aligned_problem(delta, ea, ew)
+    sol = wd.interpolant(W0, A0, X, Y, V, U, eta_a=ea, eta_w=ew)
+    Lam0 = jnp.diag(V.T @ W0.T @ A0 @ U)
+    ref = wd.task_aligned_interpolant(X, Y, V, U, Lam0, jnp.asarray(delta), ea, ew)
+    assert bool(sol.converged)
+    np.testing.assert_allclose(sol.beta, ref.beta, atol=1e-12)
+    np.testing.assert_allclose(X @ sol.beta, Y, atol=1e-10)  # an interpolant
+
+
+def test_interpolant_reports_broken_assumptions_by_size():
+    ea, ew, delta = 1.3, 0.8, 0.6
+    X, Y, V, U, W0, A0 = _task_aligned_problem(delta, ea, ew)
+    Lam0 = jnp.diag(V.T @ W0.T @ A0 @ U)
+    X_bad = X + 0.01 * jnp.ones_like(X)  # XᵀX no longer diagonal in V
+    with pytest.raises(ValueError, match=r"Assumption B\.5.* is [0-9.e-]+ of"):
+        wd.task_aligned_interpolant(X_bad, Y, V, U, Lam0, jnp.asarray(delta), ea, ew)
+    with pytest.raises(ValueError, match=r"isotropic.* is [0-9.e-]+ of"):
+        wd.interpolant(W0, 1.1 * A0, X, Y, V, U, eta_a=ea, eta_w=ew)
+    R = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(3), (3, 3)))[0]
+    with pytest.raises(ValueError, match=r"Assumption B\.4"):  # Δ = δI still, β(0) rotated
+        wd.interpolant(W0 @ R, A0, X, Y, V, U, eta_a=ea, eta_w=ew)
+
+
+def test_newton_stops_on_its_criterion_and_reports_non_convergence():
+    ea, ew, delta = 1.3, 0.8, -0.05
+    X, Y, V, U, W0, A0 = _task_aligned_problem(delta, ea, ew)
+    assert bool(wd.interpolant(W0, A0, X, Y, V, U, eta_a=ea, eta_w=ew).converged)
+    # Theorem B.9's program has curvature: one Newton step cannot meet the criterion.
+    p0, Xd, yd = wd._deep_case(jax.random.PRNGKey(5), 2, 3, 1, 0.3)
+    b0 = wd._deep_beta(p0)
+    with pytest.raises(RuntimeError, match="deep_rich_interpolant: Newton's method did not"):
+        wd.deep_rich_interpolant(Xd, yd, b0, 2, max_iter=1)
+    # under vmap the failure cannot raise: it is NaN, never a silent wrong answer
+    out = jax.vmap(lambda b: wd.deep_rich_interpolant(Xd, yd, b, 2, max_iter=1))(b0[None])
+    assert bool(jnp.all(jnp.isnan(out)))
+
+
+def test_metric_names_a_zero_neuron():
+    W, A = _params(0, 3, 4, 2)
+    W = W.at[1].set(0.0)
+    with pytest.raises(ValueError, match=r"beta_i has zero neurons \[1\]"):
+        wd.metric(wd.neuron_maps(W, A), jnp.diag(wd.conserved(W, A)))
