@@ -26,10 +26,13 @@ import jax.numpy as jnp
 import jax.scipy.special as jss
 import numpy as np
 
-from sims._checks import as_float
-from sims.skills import _check_alpha, loss_curve
+from sims._checks import as_float, check_finite, check_positive
+from sims.skills import _check_alpha, loss_curve, skill_frequencies
 
 __all__ = [
+    "TimeLaw",
+    "solve",
+    "loss",
     "Exponents",
     "Prefactors",
     "exponents",
@@ -147,6 +150,78 @@ def time_curve(T, alpha, S=1.0, r0=1e-3, eta=1.0, n_s: int | None = None, n_sim:
     if n_s is None:
         _check_untouched(T, alpha, S, r0, eta, P[-1])
     return loss_curve(T, S, r0, P, eta=eta, absent_mass=_tail_mass(alpha, n_sim, n_s))
+
+
+class TimeLaw(NamedTuple):
+    """Loss over time of the multilinear model with power-law skills, beside its scaling law."""
+
+    t: jax.Array  # (T,) times
+    loss: jax.Array  # (T,) loss L(T) of the closed-form skill dynamics (T Eq 4.17, 4.19–4.21)
+    law: (
+        jax.Array
+    )  # (T,) the power law K_T T^{−α/(α+1)} (n_s → ∞) or Eq C.2 (finite n_s); ∞ at T = 0
+
+
+def solve(
+    r0: jax.Array | float,
+    S: jax.Array | float,
+    alpha: jax.Array | float,
+    t: jax.Array,
+    *,
+    eta: jax.Array | float = 1.0,
+    n_s: int | None = None,
+    n_sim: int = 100_000,
+) -> TimeLaw:
+    """Loss over time of the multilinear model with P_s(k) = A k^{−(α+1)}, and its time law (T §4.3.1).
+
+    .. math::  L(T) = \\sum_k P_s(k)\\,\\tfrac12\\big(S - R_k(T)\\big)^2 \\approx
+               K_T\\,T^{-\\alpha/(\\alpha+1)}   \\quad (T Eq 4.17, 4.21, Table 4.1)
+
+    The flow of :func:`loss` from a balanced init with R_k(0) = r0 for every skill and D, N → ∞
+    (d_k/D = P_s(k)). With ``n_s=None`` skills beyond ``n_sim`` contribute their untouched loss
+    (a ``ValueError`` says when ``t`` is long enough for them to emerge).
+
+    Args:
+      r0: R_k(0), the initial strength of every skill, 0 < r0 < S.
+      S: target scale S > 0.
+      alpha: power-law exponent α > 0.
+      t: (T,) times.
+      eta: learning rate η > 0.
+      n_s: number of skills (static; None → ∞).
+      n_sim: skills simulated explicitly when ``n_s`` is None (static).
+
+    Returns:
+      :class:`TimeLaw` (t, loss, law), each (T,).
+    """
+    t = as_float(t, "t")
+    if t.ndim != 1:
+        raise ValueError(f"t must be a 1-D array of times, got shape {t.shape}")
+    for x, name in ((r0, "r0"), (S, "S"), (alpha, "alpha"), (eta, "eta"), (t, "t")):
+        check_finite(x, name)
+    check_positive(r0, "r0 (initial skill strength R_k(0))")
+    check_positive(S, "S (target scale)")
+    check_positive(eta, "eta (learning rate η)")
+    L = time_curve(t, alpha, S, r0, eta, n_s=n_s, n_sim=n_sim)
+    if n_s is None:
+        law = prefactors(alpha, S, r0, eta).time * t ** exponents(alpha).time
+    else:
+        law = finite_n_time_law(t, alpha, int(n_s), S, r0, eta)
+    return TimeLaw(t, L, law)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss Σ_k P_s(k) ½(S − a_k b_k)² with P_s(k) ∝ k^{−(α+1)} (T Eq 4.1, 4.10, 4.17).
+
+    Args:
+      params: ``{"a": (n_s,), "b": (n_s,)}`` (n_s skills, most frequent first).
+      task: ``(S, alpha)``: target scale S () and power-law exponent α ().
+
+    Returns:
+      () loss.
+    """
+    S, alpha = task
+    P = skill_frequencies(alpha, params["a"].shape[0])
+    return 0.5 * jnp.sum(P * (S - params["a"] * params["b"]) ** 2)
 
 
 def _check_untouched(T, alpha, S, r0, eta, p_last) -> None:

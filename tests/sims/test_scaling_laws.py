@@ -109,3 +109,27 @@ def test_loss_curve_speed_vectorised():
     P = jnp.ones(100_000) / 100_000
     f = jax.jit(lambda t: loss_curve(t, 1.0, 1e-3, P))
     assert f(jnp.logspace(0, 6, 1000)).shape == (1000,)
+
+
+def test_solve_is_the_flow_of_its_loss_and_follows_its_law():
+    from sims import gradient_flow
+
+    S, alpha, eta, r0 = 1.2, 0.8, 0.7, 1e-2
+    t = jnp.linspace(0.0, 30.0, 5)
+    a0 = jnp.full(3, jnp.sqrt(r0))
+    ys = gradient_flow(sl.loss, {"a": a0, "b": a0}, t, (jnp.asarray(S), jnp.asarray(alpha)), lr=eta)
+    want = jax.vmap(lambda q: sl.loss(q, (S, alpha)))(ys)
+    sol = sl.solve(r0, S, alpha, t, eta=eta, n_s=3)
+    np.testing.assert_allclose(sol.t, t)
+    np.testing.assert_allclose(sol.loss, want, atol=1e-9)
+    # n_s → ∞: the loss follows K_T T^{−α/(α+1)} once many skills have emerged.
+    T = jnp.array([1e3, 3e3])
+    inf = sl.solve(1e-3, 1.0, 1.0, T)
+    np.testing.assert_allclose(inf.loss, inf.law, rtol=0.1)
+
+
+def test_solve_bad_input():
+    with pytest.raises(ValueError, match="S"):
+        sl.solve(1e-3, jnp.nan, 1.0, jnp.array([1.0]))
+    with pytest.raises(ValueError, match="eta"):
+        sl.solve(1e-3, 1.0, 1.0, jnp.array([1.0]), eta=-1.0)
