@@ -9,6 +9,12 @@
   :func:`gradient_flow` integrates and :func:`simulate` descends in discrete steps);
 * ``verify(key, n_cases)`` — the closed form against :func:`gradient_flow` (``lrrich verify``).
 
+Models whose answer is not a trajectory name their entry point for what it computes, with the
+same argument order: ``wide_deep.interpolant(W0, A0, X, Y, V, U, *, eta_a, eta_w)`` is β(∞) of
+the flow (K Theorem B.6). ``emergence.solve`` and ``scaling_laws.solve`` are the skill model's
+trajectories with the extended rate (T Eq 5.2) and with power-law skills beside their time law
+(T Table 4.1); ``piecewise_linear.solve`` integrates the ReLU-network flow with fixed steps.
+
 **Theory over simulation.** :func:`simulate` runs gradient descent with step η on any ``loss`` and
 returns it on the flow's time axis t = η·step; :func:`sims.plot.overlay` draws the exact solution
 over a simulation or a logged training history (anything with ``.column(name)``).

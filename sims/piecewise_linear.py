@@ -46,6 +46,7 @@ from sims.single_neuron import kernel_distance
 __all__ = [
     "Trajectory",
     "solve",
+    "loss",
     "activation",
     "activation_pattern",
     "network",
@@ -171,6 +172,21 @@ def ntk(
     C = activation_pattern(W, X, gamma)
     Z = C * (W @ X.T)
     return eta_w * (X @ X.T) * ((C.T * a**2) @ C) + eta_a * (Z.T @ Z)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss L = ½Σ_j (f(x_j) − y_j)² the flow of :func:`solve` descends (K Eq 124).
+
+    Args:
+      params: ``{"a": (h,), "W": (h, d)}``.
+      task: ``(X, y)`` or ``(X, y, gamma)``: inputs (n, d), targets (n,), slope γ (default 0).
+
+    Returns:
+      () loss (a sum over the n points, as in :func:`solve`).
+    """
+    X, y, *rest = task
+    gamma = rest[0] if rest else 0.0
+    return 0.5 * jnp.sum((network(params["a"], params["W"], X, gamma) - y) ** 2)
 
 
 def hamming_distance(C0: jax.Array, C: jax.Array) -> jax.Array:
