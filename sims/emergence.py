@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from sims._checks import as_float, check_finite, check_positive
 from sims.skills import skill_strength
@@ -102,7 +103,9 @@ def loss(params: dict, task: tuple) -> jax.Array:
     return 0.5 * jnp.sum(p * (S - B2 * params["a"] * params["b"]) ** 2)
 
 
-def time_emergence(t, S, r0, p, B2, eta=1.0) -> jax.Array:
+def time_emergence(
+    t: ArrayLike, S: ArrayLike, r0: ArrayLike, p: ArrayLike, B2: ArrayLike, eta: ArrayLike = 1.0
+) -> jax.Array:
     """Skill strength of the time-extended model (T Eq 5.2).
 
     .. math::  R_k(T)/S = 1 / (1 + (S/R_k(0) − 1) e^{−2 η P_s(k) 𝓑² S T})
@@ -124,7 +127,7 @@ def time_emergence(t, S, r0, p, B2, eta=1.0) -> jax.Array:
     return skill_strength(t, S, r0, p * B2, eta)
 
 
-def data_emergence(d, S, D_c) -> jax.Array:
+def data_emergence(d: ArrayLike, S: ArrayLike, D_c: ArrayLike) -> jax.Array:
     """R_k(∞) of the D_c-shot learner (T Eq 5.5 / B.26), as printed.
 
     .. math::  R_k(∞) = S(1 − \\sqrt{1 − d_k/D_c})  (d_k < D_c),   S  (d_k ≥ D_c)
@@ -150,7 +153,7 @@ def data_emergence(d, S, D_c) -> jax.Array:
     return S * (1.0 - jnp.sqrt(1.0 - x))
 
 
-def data_emergence_loss(d, S, D_c) -> jax.Array:
+def data_emergence_loss(d: ArrayLike, S: ArrayLike, D_c: ArrayLike) -> jax.Array:
     """Skill loss of the D_c-shot learner after training, ½S²(1 − d_k/D_c)_+ (T Eq B.42)."""
     check_positive(D_c, "D_c")
     S = as_float(S, "S")
@@ -158,7 +161,7 @@ def data_emergence_loss(d, S, D_c) -> jax.Array:
     return 0.5 * S**2 * (1.0 - x)
 
 
-def parameter_emergence(N, S, N_c, n_s: int) -> jax.Array:
+def parameter_emergence(N: ArrayLike, S: ArrayLike, N_c: ArrayLike, n_s: int) -> jax.Array:
     """R_k(∞) of the model with N_c basis functions per skill and N basis functions (T Eq 5.9 / B.44).
 
     With q = ⌊(N − 1)/N_c⌋ + 1 and r = N − (q − 1)N_c: R_k = S (k < q), S r/N_c (k = q), 0 (k > q).
@@ -185,7 +188,9 @@ def parameter_emergence(N, S, N_c, n_s: int) -> jax.Array:
     return S * jnp.clip(N / N_c - (k - 1), 0.0, 1.0)
 
 
-def linear_skill_strength(t, S, p, w0=0.0, eta=1.0) -> jax.Array:
+def linear_skill_strength(
+    t: ArrayLike, S: ArrayLike, p: ArrayLike, w0: ArrayLike = 0.0, eta: ArrayLike = 1.0
+) -> jax.Array:
     """Skill strength of the linear model f = Σ w_k g_k (T Eq C.3–C.4): exponential saturation.
 
     .. math::  R_k(T) = w_k(T) = S − (S − w_k(0)) e^{−η (d_k/D) T}
@@ -208,7 +213,15 @@ def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
     return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]
 
 
-def calibrate_time(t, R, S, p, eta, r0_grid=None, B2_grid=None) -> tuple[jax.Array, jax.Array]:
+def calibrate_time(
+    t: ArrayLike,
+    R: ArrayLike,
+    S: ArrayLike,
+    p: ArrayLike,
+    eta: ArrayLike,
+    r0_grid: ArrayLike | None = None,
+    B2_grid: ArrayLike | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """Least-squares fit of (𝓑², R(0)) of Eq 5.2 to a measured skill-strength curve R(T).
 
     Grid search over log-spaced values (vectorised): the fit is a 2-D minimisation of
@@ -233,7 +246,9 @@ def calibrate_time(t, R, S, p, eta, r0_grid=None, B2_grid=None) -> tuple[jax.Arr
     return B2_grid[j], r0_grid[i]
 
 
-def calibrate_data(d, R, S, D_c_grid=None) -> jax.Array:
+def calibrate_data(
+    d: ArrayLike, R: ArrayLike, S: ArrayLike, D_c_grid: ArrayLike | None = None
+) -> jax.Array:
     """Least-squares fit of D_c in Eq 5.5 to measured R_k(∞) at skill counts ``d`` (T §5.2.2).
 
     Args:
@@ -248,7 +263,9 @@ def calibrate_data(d, R, S, D_c_grid=None) -> jax.Array:
     return _grid_argmin(jnp.sum((pred - jnp.asarray(R)) ** 2, axis=-1), grid)
 
 
-def calibrate_width(N, R, S, N_c_grid=None) -> jax.Array:
+def calibrate_width(
+    N: ArrayLike, R: ArrayLike, S: ArrayLike, N_c_grid: ArrayLike | None = None
+) -> jax.Array:
     """Least-squares fit of N_c in Eq 5.9 to measured R_1(∞) at widths ``N`` (T §5.2.3, n_s = 1).
 
     Args:

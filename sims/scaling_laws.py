@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jss
 import numpy as np
+from jax.typing import ArrayLike
 
 from sims._checks import as_float, check_finite, check_positive
 from sims.skills import _check_alpha, loss_curve, skill_frequencies
@@ -70,14 +71,14 @@ class Prefactors(NamedTuple):
     compute_N: jax.Array  # N*(C) = compute_N · C^{1/(α+2)}
 
 
-def exponents(alpha) -> Exponents:
+def exponents(alpha: ArrayLike) -> Exponents:
     """Scaling-law exponents of Table 4.1 for power-law exponent α > 0 (T Eq 4.25, 4.34, 4.36, 4.43–4.44)."""
     _check_alpha(alpha)
     a = as_float(alpha, "alpha")
     return Exponents(-a / (a + 1), -a / (a + 1), -a, -a / (a + 2), (a + 1) / (a + 2), 1 / (a + 2))
 
 
-def power_law_norm(alpha, n_s: int | None = None) -> jax.Array:
+def power_law_norm(alpha: ArrayLike, n_s: int | None = None) -> jax.Array:
     """A = 1/Σ_{j≤n_s} j^{−(α+1)} (T Eq 4.1); ``n_s=None`` means n_s → ∞ (A = 1/ζ(α+1))."""
     _check_alpha(alpha)
     a = as_float(alpha, "alpha")
@@ -97,7 +98,9 @@ def _time_integral(alpha, S, r0) -> jax.Array:
     return jnp.trapezoid(jax.nn.sigmoid(x0 - v ** (1 / s)) ** 2, v) / s
 
 
-def prefactors(alpha, S=1.0, r0=1e-3, eta=1.0) -> Prefactors:
+def prefactors(
+    alpha: ArrayLike, S: ArrayLike = 1.0, r0: ArrayLike = 1e-3, eta: ArrayLike = 1.0
+) -> Prefactors:
     """Prefactors of the four scaling laws for n_s → ∞ (derived in the module docstring).
 
     Args:
@@ -132,7 +135,15 @@ def _tail_mass(alpha, n_sim: int, n_s: int | None) -> jax.Array:
     return A * tail
 
 
-def time_curve(T, alpha, S=1.0, r0=1e-3, eta=1.0, n_s: int | None = None, n_sim: int = 100_000):
+def time_curve(
+    T: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 1e-3,
+    eta: ArrayLike = 1.0,
+    n_s: int | None = None,
+    n_sim: int = 100_000,
+) -> jax.Array:
     """Loss L(T) of the multilinear model with D, N → ∞ (N = n_s skills, d_k/D = P_s(k)) (T Eq 4.19–4.21).
 
     Args:
@@ -234,7 +245,13 @@ def _check_untouched(T, alpha, S, r0, eta, p_last) -> None:
         )
 
 
-def expected_data_loss(D, alpha, S=1.0, n_s: int | None = None, n_sim: int = 1_000_000):
+def expected_data_loss(
+    D: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    n_s: int | None = None,
+    n_sim: int = 1_000_000,
+) -> jax.Array:
     """Expected loss after training on D samples, E_D[L] = ½S²Σ_k P_s(k)(1 − P_s(k))^D (T Eq 4.28–4.29).
 
     The one-shot learner (Eq 4.26) with R_k(0) → 0 and T, N → ∞.
@@ -258,7 +275,16 @@ def expected_data_loss(D, alpha, S=1.0, n_s: int | None = None, n_sim: int = 1_0
     return (0.5 * S**2 * (one + tail)).reshape(D.shape)
 
 
-def data_curve(key, D, alpha, S=1.0, r0=0.0, n_s: int | None = None, n_sim=1_000_000, n_draws=4):
+def data_curve(
+    key: jax.Array,
+    D: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 0.0,
+    n_s: int | None = None,
+    n_sim: int = 1_000_000,
+    n_draws: int = 4,
+) -> jax.Array:
     """Simulated loss after T → ∞ on sampled data sets of size D (one-shot learner, T §4.3.2).
 
     For each D a data set of D skill indices is drawn from P_s, skill counts d_k are formed and
@@ -295,7 +321,15 @@ def data_curve(key, D, alpha, S=1.0, r0=0.0, n_s: int | None = None, n_sim=1_000
     return jnp.stack(out)
 
 
-def parameter_curve(N, alpha, S=1.0, r0=1e-3, T=None, eta=1.0, n_s: int | None = None):
+def parameter_curve(
+    N: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 1e-3,
+    T: ArrayLike | None = None,
+    eta: ArrayLike = 1.0,
+    n_s: int | None = None,
+) -> jax.Array:
     """Loss of a model with the N most frequent skills after long training, D → ∞ (T Eq 4.35–4.36).
 
     L(N) = Σ_{k≤N} P_s(k)½(S − R_k(T))² + ½S² Σ_{k>N} P_s(k); with ``T=None`` the skills k ≤ N are
@@ -321,7 +355,14 @@ def parameter_curve(N, alpha, S=1.0, r0=1e-3, T=None, eta=1.0, n_s: int | None =
     return jnp.stack(out)
 
 
-def compute_curves(C, N, alpha, S=1.0, r0=1e-3, eta=1.0):
+def compute_curves(
+    C: ArrayLike,
+    N: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 1e-3,
+    eta: ArrayLike = 1.0,
+) -> jax.Array:
     """Loss at compute C = T·N for models of N skills, D, n_s → ∞ (T §4.3.4, Fig 4.3).
 
     Args:
@@ -345,7 +386,7 @@ def compute_curves(C, N, alpha, S=1.0, r0=1e-3, eta=1.0):
     return jax.jit(jax.vmap(one))(jnp.asarray(N, P.dtype), absent)
 
 
-def compute_frontier(C, N, losses) -> tuple[jax.Array, jax.Array]:
+def compute_frontier(C: ArrayLike, N: ArrayLike, losses: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Compute-optimal loss and model size: min over N of L(C, N) (T Eq 4.43–4.44).
 
     Args:
@@ -358,7 +399,14 @@ def compute_frontier(C, N, losses) -> tuple[jax.Array, jax.Array]:
     return losses[i, jnp.arange(losses.shape[1])], jnp.asarray(N)[i]
 
 
-def finite_n_time_law(T, alpha, N: int, S=1.0, r0=1e-3, eta=1.0) -> jax.Array:
+def finite_n_time_law(
+    T: ArrayLike,
+    alpha: ArrayLike,
+    N: int,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 1e-3,
+    eta: ArrayLike = 1.0,
+) -> jax.Array:
     """Time law corrected for N = n_s finite skills, L(T) ≈ K_T T^{−α/(α+1)} − L_C (T Eq C.2).
 
     Eq C.2, dL/dT = −α/(α+1)·(L + L_C)/T with L_C = S²A N^{−α}/(2α), integrates to
@@ -381,7 +429,9 @@ def finite_n_time_law(T, alpha, N: int, S=1.0, r0=1e-3, eta=1.0) -> jax.Array:
     return K_T * jnp.asarray(T) ** (-a / (a + 1)) - L_C
 
 
-def fit_power_law(x, y, window: tuple[float, float] | None = None) -> tuple[float, float]:
+def fit_power_law(
+    x: ArrayLike, y: ArrayLike, window: tuple[float, float] | None = None
+) -> tuple[float, float]:
     """Least-squares slope and prefactor of log y = log K + e log x over ``window`` (x range).
 
     Returns:

@@ -540,7 +540,9 @@ def _deep_case(key, l: int, d: int, n: int, scale: float):
     return (a0, Ws0), X, y
 
 
-def deep_flow_interpolant(params0: tuple, X: jax.Array, y: jax.Array, T: float = 400.0):
+def deep_flow_interpolant(
+    params0: tuple, X: jax.Array, y: jax.Array, T: float = 400.0
+) -> jax.Array:
     """β(T) from the raw-parameter gradient flow of a deep linear network (reference integrator).
 
     Args:
