@@ -146,16 +146,25 @@ def test_vmap_and_no_recompilation():
 
 
 @pytest.mark.parametrize(
-    "args, match",
+    "args, kwargs, match",
     [
-        ((jnp.ones(3), jnp.ones(2), 1.0, jnp.ones(2)), "b0"),
-        ((jnp.ones((3, 1)), jnp.ones((3, 1)), 1.0, jnp.ones(2)), "a0"),
-        ((jnp.ones(3), jnp.ones(3), jnp.ones(2), jnp.ones(2)), "S"),
-        ((jnp.ones(3), jnp.ones(3), 1.0, -jnp.ones(2)), "t"),
-        ((jnp.ones(3), jnp.ones(3), 1.0, jnp.ones(2), 0.0), "Z"),
-        ((jnp.array([1.0, jnp.nan]), jnp.ones(2), 1.0, jnp.ones(2)), "a0"),
+        ((jnp.ones(3), jnp.ones(2), 1.0, jnp.ones(2)), {}, "b0"),
+        ((jnp.ones((3, 1)), jnp.ones((3, 1)), 1.0, jnp.ones(2)), {}, "a0"),
+        ((jnp.ones(3), jnp.ones(3), jnp.ones(2), jnp.ones(2)), {}, "S"),
+        ((jnp.ones(3), jnp.ones(3), 1.0, -jnp.ones(2)), {}, "t"),
+        ((jnp.ones(3), jnp.ones(3), 1.0, jnp.ones(2)), {"Z": 0.0}, "Z"),
+        ((jnp.ones(3), jnp.ones(3), 1.0, jnp.ones(2)), {"eta": -1.0}, "eta"),
+        ((jnp.array([1.0, jnp.nan]), jnp.ones(2), 1.0, jnp.ones(2)), {}, "a0"),
     ],
 )
-def test_bad_input(args, match):
+def test_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        solve(*args)
+        solve(*args, **kwargs)
+
+
+def test_positional_z_still_works_with_a_deprecation_warning():
+    t = jnp.linspace(0.0, 1.0, 3)
+    with pytest.warns(DeprecationWarning, match="Z"):
+        old = solve(jnp.ones(3), 0.5 * jnp.ones(3), 1.0, t, 2.0)
+    new = solve(jnp.ones(3), 0.5 * jnp.ones(3), 1.0, t, Z=2.0)
+    np.testing.assert_array_equal(old.theta, new.theta)
