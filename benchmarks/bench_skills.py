@@ -34,8 +34,8 @@ def _best(f, n=3):
 def bench_skill_model():
     P = skills.skill_frequencies(0.5, 100_000)
     t = jnp.logspace(0, 6, 1000)
-    streamed = jax.jit(lambda t: skills.loss_curve(t, 1.0, 1e-3, P))
-    full = jax.jit(lambda t: skills.solve(t, 1.0, 1e-3, P).loss)
+    streamed = jax.jit(lambda t: skills.loss_curve(1e-3, 1.0, P, t))
+    full = jax.jit(lambda t: skills.solve(1e-3, 1.0, P, t).loss)
     a = _best(lambda: streamed(t).block_until_ready())
     b = _best(lambda: full(t).block_until_ready())
     print(

@@ -42,7 +42,7 @@ jax.config.update("jax_enable_x64", True)
 alpha, S, r0 = 0.3, 1.0, 1e-3
 T = jnp.geomspace(1.0, T_MAX, 200)
 p = skills.skill_frequencies(alpha, 10)
-traj = skills.solve(T, S, r0, p)
+traj = skills.solve(r0, S, p, T)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
 axes[0].semilogx(T, traj.R / S)

@@ -53,6 +53,23 @@ def as_float(x, name: str) -> jax.Array:
     return x
 
 
+def promote(**named) -> tuple[jax.Array, ...]:
+    """The named values as floating arrays of one common dtype (numpy promotion rules).
+
+    Safe under strict dtype promotion. Python scalars are weakly typed: they take the dtype of the
+    arrays they meet (float32 arrays with a Python-float rate stay float32). Each value goes
+    through :func:`as_float`, so a float64 value with x64 off warns, named.
+    """
+    xs = [as_float(x, n) for n, x in named.items()]
+    typed = [
+        x.dtype for x, v in zip(xs, named.values(), strict=True) if not isinstance(v, int | float)
+    ]
+    dt = np.dtype(jnp.result_type(float)) if not typed else np.dtype(typed[0])
+    for t in typed[1:]:
+        dt = np.promote_types(dt, t)
+    return tuple(x.astype(dt) for x in xs)
+
+
 def check_finite(x, name: str) -> None:
     """Raise if a concrete ``x`` holds NaN or inf."""
     if is_concrete(x) and not bool(np.all(np.isfinite(np.asarray(x)))):
@@ -67,6 +84,12 @@ def check_positive(x, name: str, *, strict: bool = True) -> None:
     bad = np.any(v <= 0) if strict else np.any(v < 0)
     if bad:
         raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'}, got {v}")
+
+
+def check_alpha(alpha) -> None:
+    """Raise unless a concrete power-law exponent α is > 0 (P_s(k) ∝ k^{−(α+1)}, T Eq 4.1)."""
+    if is_concrete(alpha) and not bool(np.all(np.asarray(alpha) > 0)):
+        raise ValueError(f"alpha (power-law exponent α) must be > 0, got {np.asarray(alpha)}")
 
 
 def check_shape(x, name: str, shape: tuple, what: str = "") -> None:

@@ -201,7 +201,7 @@ def linear_comparison(
         raise ValueError(f"sigma2 must have shape (d,), got {sigma2.shape}")
     S = jnp.broadcast_to(S, sigma2.shape)
     theta0 = jnp.broadcast_to(theta0, sigma2.shape)
-    return _linear_model.solve(sigma2, theta0, S, t).coeff
+    return _linear_model.solve(theta0, sigma2, S, t).coeff
 
 
 def emergent_time(

@@ -15,6 +15,7 @@ which is T Eq. 1.26 for f_0 = 0.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -59,25 +60,39 @@ class Learnability(NamedTuple):
     kappa: jax.Array
 
 
-def _promote(**named) -> tuple[jax.Array, ...]:
-    """Floating arrays in one common dtype (numpy promotion, safe under strict promotion).
+def _contract_order(a0, a1) -> tuple:
+    """``(c0, rho)`` from the contract order ``(c0, rho, …)`` or the former ``(rho, c0, …)``.
 
-    Python scalars are weakly typed: they take the dtype of the arrays they meet.
+    ρ is a (p,) vector of non-negative eigenvalues; c0 is a scalar, (1,) or (p,) and may be
+    negative. A call is read in the former order when only that order fits the shapes, or when
+    both fit and (concrete) ``a1`` has a negative entry while ``a0`` has none (ρ ≥ 0 rules ``a1``
+    out as ρ). Otherwise — in particular for two non-negative (p,) vectors, where the orders
+    cannot be told apart — it is read in the contract order.
     """
-    xs = [_checks.as_float(x, n) for n, x in named.items()]
-    typed = [
-        x.dtype for x, v in zip(xs, named.values(), strict=True) if not isinstance(v, int | float)
-    ]
-    dt = np.dtype(jnp.result_type(float)) if not typed else np.dtype(typed[0])
-    for t in typed[1:]:
-        dt = np.promote_types(dt, t)
-    return tuple(x.astype(dt) for x in xs)
+
+    def fits(c, r):
+        nc, nr = jnp.ndim(c), jnp.ndim(r)
+        return nr == 1 and (nc == 0 or (nc == 1 and jnp.shape(c)[0] in (1, jnp.shape(r)[0])))
+
+    new_fits, old_fits = fits(a0, a1), fits(a1, a0)
+    old = old_fits and not new_fits
+    if old_fits and new_fits and _checks.is_concrete(a0) and _checks.is_concrete(a1):
+        old = bool(np.any(np.asarray(a1) < 0)) and not bool(np.any(np.asarray(a0) < 0))
+    if not old:
+        return a0, a1
+    warnings.warn(
+        "linear_model.solve(rho, c0, c_star, t) is deprecated; "
+        "call linear_model.solve(c0, rho, c_star, t, eta=...)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return a1, a0
 
 
 def solve(
+    c0: jax.Array | float,
     rho: jax.Array,
-    c0: jax.Array,
-    c_star: jax.Array,
+    c_star: jax.Array | float,
     t: jax.Array,
     *legacy: jax.Array | float,
     eta: jax.Array | float | None = None,
@@ -87,11 +102,14 @@ def solve(
     .. math::  c_k(t) = c^*_k + (c_k(0) − c^*_k)\, e^{−η ρ_k t},
                \quad c_k = \langle e_k|f\rangle,\ c^*_k = \langle e_k|f^*\rangle
 
-    for the loss ½E[(f − f*)²] and dw/dt = −η ∇_w L.
+    for the loss ½E[(f − f*)²] and dw/dt = −η ∇_w L. The former order
+    ``solve(rho, c0, c_star, t)`` still works with a DeprecationWarning where it can be told
+    apart from this one: by the shapes (c0 a scalar or (1,)), or by a negative entry in the
+    second argument (ρ ≥ 0). Two non-negative (p,) vectors are read in the order below.
 
     Args:
+      c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (or a scalar / ``(1,)``, broadcast).
       rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``.
-      c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (broadcastable).
       c_star: target coefficients ⟨e_k|f*⟩, shape ``(p,)`` (broadcastable).
       t: times t ≥ 0, any shape ``T``.
       eta: learning rate η > 0 (scalar, keyword; a fifth positional argument is still read as η,
@@ -100,9 +118,10 @@ def solve(
     Returns:
       :class:`ModeTrajectory` with ``coeff`` of shape ``T + (p,)``.
     """
+    c0, rho = _contract_order(c0, rho)
     lr = _checks.legacy_args("linear_model.solve", legacy, ("eta",), {"eta": eta}).get("eta", eta)
     lr = 1.0 if lr is None else lr
-    rho, c0, c_star, t, lr = _promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=lr)
+    rho, c0, c_star, t, lr = _checks.promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=lr)
     if rho.ndim != 1:
         raise ValueError(f"rho must have shape (p,), got {rho.shape}")
     for x, name in ((c0, "c0"), (c_star, "c_star")):
@@ -154,7 +173,7 @@ def feature_modes(feature_cov: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.
     if w.ndim < 1 or w.shape[-1] != feature_cov.shape[0]:
         raise ValueError(f"w must have shape (..., {feature_cov.shape[0]}), got {w.shape}")
     _checks.check_finite(feature_cov, "feature_cov")
-    feature_cov, w = _promote(feature_cov=feature_cov, w=w)
+    feature_cov, w = _checks.promote(feature_cov=feature_cov, w=w)
     rho, q = jnp.linalg.eigh(feature_cov)
     rho, q = jnp.clip(rho[::-1], 0.0), q[:, ::-1]
     return rho, jnp.sqrt(rho) * (w @ q)
@@ -250,6 +269,6 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         rho_k, c_flow = feature_modes(cov, ws)
         _, c0 = feature_modes(cov, w0)
         _, c_star = feature_modes(cov, w_star)
-        c = solve(rho_k, c0, c_star, t, eta=lr).coeff
+        c = solve(c0, rho_k, c_star, t, eta=lr).coeff
         worst = max(worst, float(jnp.max(jnp.abs(c - c_flow)) / jnp.max(jnp.abs(c_star))))
     return worst

@@ -27,8 +27,8 @@ import jax.scipy.special as jss
 import numpy as np
 from jax.typing import ArrayLike
 
-from sims._checks import as_float, check_finite, check_positive
-from sims.skills import _check_alpha, loss_curve, skill_frequencies
+from sims._checks import as_float, check_alpha, check_finite, check_positive, promote
+from sims.skills import loss_curve, skill_frequencies
 
 __all__ = [
     "TimeLaw",
@@ -73,14 +73,14 @@ class Prefactors(NamedTuple):
 
 def exponents(alpha: ArrayLike) -> Exponents:
     """Scaling-law exponents of Table 4.1 for power-law exponent α > 0 (T Eq 4.25, 4.34, 4.36, 4.43–4.44)."""
-    _check_alpha(alpha)
+    check_alpha(alpha)
     a = as_float(alpha, "alpha")
     return Exponents(-a / (a + 1), -a / (a + 1), -a, -a / (a + 2), (a + 1) / (a + 2), 1 / (a + 2))
 
 
 def power_law_norm(alpha: ArrayLike, n_s: int | None = None) -> jax.Array:
     """A = 1/Σ_{j≤n_s} j^{−(α+1)} (T Eq 4.1); ``n_s=None`` means n_s → ∞ (A = 1/ζ(α+1))."""
-    _check_alpha(alpha)
+    check_alpha(alpha)
     a = as_float(alpha, "alpha")
     one = jnp.ones_like(a)
     z = jss.zeta(a + 1, one)
@@ -94,7 +94,7 @@ def _time_integral(alpha, S, r0) -> jax.Array:
     # integrand becomes smooth: ((α+1)/α) ∫_0^∞ σ(x0 − v^{(α+1)/α})² dv (trapezoid, fine grid).
     x0 = jnp.log(S / r0 - 1.0)
     s = alpha / (alpha + 1)
-    v = jnp.linspace(0.0, 1.0, 200_001) * jnp.maximum(x0 + 60.0, 60.0) ** s
+    v = jnp.linspace(0.0, 1.0, 200_001, dtype=x0.dtype) * jnp.maximum(x0 + 60.0, 60.0) ** s
     return jnp.trapezoid(jax.nn.sigmoid(x0 - v ** (1 / s)) ** 2, v) / s
 
 
@@ -109,7 +109,7 @@ def prefactors(
     Returns:
       :class:`Prefactors`.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     a = as_float(alpha, "alpha")
     A = power_law_norm(a)
     e = -a / (a + 1)
@@ -154,13 +154,15 @@ def time_curve(
     Returns:
       (n,) loss values.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
+    # One dtype for all (float32 in, float32 out; Python scalars take the arrays' dtype).
+    T, alpha, S, r0, eta = promote(T=T, alpha=alpha, S=S, r0=r0, eta=eta)
     n_sim = n_sim if n_s is None else int(n_s)
     A = power_law_norm(alpha, n_s)
-    P = A * jnp.arange(1, n_sim + 1, dtype=jnp.result_type(float)) ** (-(alpha + 1.0))
+    P = A * jnp.arange(1, n_sim + 1, dtype=A.dtype) ** (-(alpha + 1.0))
     if n_s is None:
         _check_untouched(T, alpha, S, r0, eta, P[-1])
-    return loss_curve(T, S, r0, P, eta=eta, absent_mass=_tail_mass(alpha, n_sim, n_s))
+    return loss_curve(r0, S, P, T, eta=eta, absent_mass=_tail_mass(alpha, n_sim, n_s))
 
 
 class TimeLaw(NamedTuple):
@@ -202,11 +204,15 @@ def solve(
       n_sim: skills simulated explicitly when ``n_s`` is None (static).
 
     Returns:
-      :class:`TimeLaw` (t, loss, law), each (T,).
+      :class:`TimeLaw` (t, loss, law), each (T,), in the dtype of the inputs (a float64 input
+      while x64 is off warns with :class:`sims.Float64Warning`).
     """
-    t = as_float(t, "t")
+    r0, S, alpha, eta, t = promote(r0=r0, S=S, alpha=alpha, eta=eta, t=t)
     if t.ndim != 1:
         raise ValueError(f"t must be a 1-D array of times, got shape {t.shape}")
+    for x, name in ((r0, "r0"), (S, "S"), (alpha, "alpha"), (eta, "eta")):
+        if x.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got shape {x.shape}")
     for x, name in ((r0, "r0"), (S, "S"), (alpha, "alpha"), (eta, "eta"), (t, "t")):
         check_finite(x, name)
     check_positive(r0, "r0 (initial skill strength R_k(0))")
@@ -265,7 +271,7 @@ def expected_data_loss(
     Returns:
       E_D[L], shape of D.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     n_sim = n_sim if n_s is None else int(n_s)
     A = power_law_norm(alpha, n_s)
     P = A * jnp.arange(1, n_sim + 1, dtype=jnp.result_type(float)) ** (-(alpha + 1.0))
@@ -300,7 +306,7 @@ def data_curve(
     Returns:
       (n,) mean losses.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     n_sim = n_sim if n_s is None else int(n_s)
     A = power_law_norm(alpha, n_s)
     P = A * jnp.arange(1, n_sim + 1, dtype=jnp.result_type(float)) ** (-(alpha + 1.0))
@@ -342,7 +348,7 @@ def parameter_curve(
     Returns:
       (n,) losses.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     out = []
     A = power_law_norm(alpha, n_s)
     for n in np.asarray(N).astype(int):
@@ -351,7 +357,7 @@ def parameter_curve(
             out.append(0.5 * S**2 * absent)
             continue
         P = A * jnp.arange(1, int(n) + 1, dtype=jnp.result_type(float)) ** (-(alpha + 1.0))
-        out.append(loss_curve(jnp.asarray([T]), S, r0, P, eta=eta, absent_mass=absent)[0])
+        out.append(loss_curve(r0, S, P, jnp.asarray([T]), eta=eta, absent_mass=absent)[0])
     return jnp.stack(out)
 
 
@@ -371,7 +377,7 @@ def compute_curves(
     Returns:
       (n, m) losses L(T = C/N, N).
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     A = power_law_norm(alpha)
     N = np.asarray(N).astype(int)
     P = A * jnp.arange(1, int(N.max()) + 1, dtype=jnp.result_type(float)) ** (-(alpha + 1.0))
@@ -380,7 +386,7 @@ def compute_curves(
     # One padded problem per N (skills k > N get zero weight and count as absent): one compile.
     def one(n, absent):
         Pn = jnp.where(k <= n, P, 0.0)
-        return loss_curve(jnp.asarray(C) / n, S, r0, Pn, eta=eta, absent_mass=absent)
+        return loss_curve(r0, S, Pn, jnp.asarray(C) / n, eta=eta, absent_mass=absent)
 
     absent = jnp.stack([_tail_mass(alpha, int(n), None) for n in N])
     return jax.jit(jax.vmap(one))(jnp.asarray(N, P.dtype), absent)
@@ -419,7 +425,7 @@ def finite_n_time_law(
     Returns:
       corrected loss, shape of T.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     a = as_float(alpha, "alpha")
     A_N, A_inf = power_law_norm(a, N), power_law_norm(a)
     K_T = prefactors(a, S, r0, eta).time

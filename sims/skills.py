@@ -14,17 +14,18 @@ R_k = a_k b_k evolves on its own; with balanced initialisation a_k(0) = b_k(0) i
 (the rate 2ηS d_k/D is confirmed by :func:`verify` against the raw (a_k, b_k) gradient flow).
 Names: ``S`` = target scale S, ``r0`` = R_k(0), ``p`` = training weight d_k/D (→ P_s(k) for
 infinite data), ``eta`` = η, ``t`` = time T (in units of the flow: η multiplies the rate).
+The entry point is ``solve(r0, S, p, t, *, p_test, eta, absent_mass)``.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from sims._checks import as_float, check_finite, check_positive, is_concrete
+from sims._checks import as_float, check_alpha, check_finite, check_positive
 
 __all__ = [
     "SkillTrajectory",
@@ -49,11 +50,6 @@ class SkillTrajectory(NamedTuple):
     loss: jax.Array  # (T,) test loss Σ_k P_s(k) L_k + ½S² × (mass of skills absent), Eq 4.17
 
 
-def _check_alpha(alpha) -> None:
-    if is_concrete(alpha) and not bool(np.all(np.asarray(alpha) > 0)):
-        raise ValueError(f"alpha (power-law exponent α) must be > 0, got {np.asarray(alpha)}")
-
-
 def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
     """Power-law skill frequencies P_s(k) = A k^{−(α+1)}, k = 1..n_s (T Eq 4.1).
 
@@ -66,7 +62,7 @@ def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
     """
     if int(n_s) < 1:
         raise ValueError(f"n_s (number of skills) must be >= 1, got {n_s}")
-    _check_alpha(alpha)
+    check_alpha(alpha)
     alpha = as_float(alpha, "alpha")
     k = jnp.arange(1, int(n_s) + 1, dtype=alpha.dtype)
     w = k ** (-(alpha + 1))
@@ -80,6 +76,11 @@ def skill_strength(t, S, r0, p, eta=1.0) -> jax.Array:
 
     This form is exact for every R_0 ≥ 0 (also R_0 > S, where it decays onto S) and never
     overflows; a skill with p_k = 0 (d_k = 0, never observed) keeps R_k(0) (Eq B.12).
+
+    An elementwise formula, it keeps the paper's R_k(T; S, R_0, p_k) order, times first (as
+    :func:`sims.emergence.time_emergence` does): its arguments broadcast, so a reordering could not
+    be told apart from this order for scalars. :func:`solve` and :func:`loss_curve` follow the
+    package contract (init, task, t).
 
     Args:
       t: times T, any shape broadcastable with the others.
@@ -107,23 +108,77 @@ def skill_loss(R, S) -> jax.Array:
     return 0.5 * (S - R) ** 2
 
 
-def solve(t, S, r0, p, p_test=None, eta=1.0, absent_mass=0.0) -> SkillTrajectory:
+def _contract_order(func: str, a0, S, a2, a3, legacy: tuple, names: tuple, given: dict):
+    """``(r0, S, p, t, options)`` from the contract order or the former t-first order, warning.
+
+    The contract order is ``(r0, S, p, t, *, options)``; the former one was
+    ``(t, S, r0, p, *options)``. A call is read in the former order when it passes options
+    positionally after the fourth argument (the contract takes them by keyword only), or when only
+    the former order fits the shapes: there t is (T,), p is (N,) and r0 is a scalar or (N,), here
+    r0 is a scalar or (N,) like p and t is (T,). Both fit only for a vector r0 with as many times
+    as skills (T = N); such a call is read in the contract order.
+    """
+    nd0, nd2, nd3 = (jnp.ndim(x) for x in (a0, a2, a3))
+    sh0, sh2, sh3 = (jnp.shape(x) for x in (a0, a2, a3))
+    new_fits = nd2 == 1 and nd3 == 1 and (nd0 == 0 or sh0 == sh2)
+    old_fits = nd0 == 1 and nd3 == 1 and (nd2 == 0 or sh2 == sh3)
+    if not legacy and (new_fits or not old_fits):
+        return a0, S, a2, a3, given
+    if len(legacy) > len(names):
+        raise TypeError(f"{func} takes at most {4 + len(names)} positional arguments")
+    warnings.warn(
+        f"{func}(t, S, r0, p, ...) is deprecated; call {func}(r0, S, p, t, "
+        f"{', '.join(n + '=...' for n in names)}) with the options by keyword",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    out = dict(given)
+    for name, value in zip(names, legacy, strict=False):
+        if given[name] is not None:
+            raise TypeError(f"{func} got {name} both positionally and by keyword")
+        out[name] = value
+    return a2, S, a3, a0, out
+
+
+def solve(
+    r0: jax.Array | float,
+    S: jax.Array | float,
+    p: jax.Array,
+    t: jax.Array,
+    *legacy,
+    p_test: jax.Array | None = None,
+    eta: jax.Array | float | None = None,
+    absent_mass: jax.Array | float | None = None,
+) -> SkillTrajectory:
     """Closed-form learning dynamics of the multilinear model with N skills (T Eq 4.11, 4.17).
 
     .. math::  L(T) = Σ_{k≤N} P_s(k) ½(S − R_k(T))² + ½S² Σ_{k>N} P_s(k)
 
+    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) = √R_k(0). The former order
+    ``solve(t, S, r0, p, p_test, eta, absent_mass)`` still works with a DeprecationWarning; it is
+    recognised by options passed positionally after the fourth argument or by the shapes (a
+    scalar r0, or T ≠ N); a call with a vector r0 and as many times as skills is read in the
+    order below.
+
     Args:
-      t: (T,) times.
-      S: target scale S > 0 (scalar).
       r0: R_k(0) ≥ 0, scalar or (N,).
+      S: target scale S > 0 (scalar).
       p: (N,) training weights d_k/D (empirical skill counts over D, or P_s(k) for D → ∞).
+      t: (T,) times.
       p_test: (N,) test weights P_s(k) for the loss (default: ``p``).
-      eta: learning rate η.
-      absent_mass: Σ_{k>N} P_s(k), the probability of skills the model has no basis function for.
+      eta: learning rate η > 0 (default 1).
+      absent_mass: Σ_{k>N} P_s(k), the probability of skills the model has no basis function for
+        (default 0).
 
     Returns:
-      :class:`SkillTrajectory` with R of shape (T, N).
+      :class:`SkillTrajectory` with R of shape (T, N), in the dtype of the inputs.
     """
+    names = ("p_test", "eta", "absent_mass")
+    given = {"p_test": p_test, "eta": eta, "absent_mass": absent_mass}
+    r0, S, p, t, opts = _contract_order("skills.solve", r0, S, p, t, legacy, names, given)
+    p_test, eta, absent_mass = opts["p_test"], opts["eta"], opts["absent_mass"]
+    eta = 1.0 if eta is None else eta
+    absent_mass = 0.0 if absent_mass is None else absent_mass
     t = as_float(t, "t")
     p = as_float(p, "p")
     if t.ndim != 1 or p.ndim != 1:
@@ -161,19 +216,38 @@ def loss(params: dict, task: tuple) -> jax.Array:
     return 0.5 * jnp.sum(p * (S - params["a"] * params["b"]) ** 2)
 
 
-def loss_curve(t, S, r0, p, p_test=None, eta=1.0, absent_mass=0.0, batch_size=1) -> jax.Array:
+def loss_curve(
+    r0: jax.Array | float,
+    S: jax.Array | float,
+    p: jax.Array,
+    t: jax.Array,
+    *legacy,
+    p_test: jax.Array | None = None,
+    eta: jax.Array | float | None = None,
+    absent_mass: jax.Array | float | None = None,
+    batch_size: int | None = None,
+) -> jax.Array:
     """Test loss L(T) of the multilinear model without storing all R_k(T) (T Eq 4.17).
 
-    Same quantity as ``solve(...).loss`` but evaluated ``batch_size`` times at a time, so
-    10^5 skills × 10^3 times need only (batch_size × N) memory. Jittable (``batch_size`` static).
+    Same quantity as ``solve(r0, S, p, t, ...).loss`` but evaluated ``batch_size`` times at a time,
+    so 10^5 skills × 10^3 times need only (batch_size × N) memory. Jittable (``batch_size``
+    static). The former order ``loss_curve(t, S, r0, p, p_test, eta, absent_mass, batch_size)``
+    still works with a DeprecationWarning (recognised as in :func:`solve`).
 
     Args:
-      t: (T,) times; S, r0, p, p_test, eta, absent_mass: as in :func:`solve`.
-      batch_size: number of times evaluated together.
+      r0, S, p, t, p_test, eta, absent_mass: as in :func:`solve`.
+      batch_size: number of times evaluated together (default 1).
 
     Returns:
       (T,) loss values.
     """
+    names = ("p_test", "eta", "absent_mass", "batch_size")
+    given = {"p_test": p_test, "eta": eta, "absent_mass": absent_mass, "batch_size": batch_size}
+    r0, S, p, t, opts = _contract_order("skills.loss_curve", r0, S, p, t, legacy, names, given)
+    p_test, eta, absent_mass = opts["p_test"], opts["eta"], opts["absent_mass"]
+    eta = 1.0 if eta is None else eta
+    absent_mass = 0.0 if absent_mass is None else absent_mass
+    batch_size = 1 if opts["batch_size"] is None else int(opts["batch_size"])
     t = jnp.asarray(t)
     p = jnp.asarray(p)
     p_test = p if p_test is None else jnp.asarray(p_test)

@@ -31,6 +31,7 @@ from sims import (
     piecewise_linear,
     saxe,
     scalar_linear,
+    scaling_laws,
     simulate,
     single_neuron,
     skills,
@@ -45,7 +46,7 @@ class Model(NamedTuple):
     name: str
     build: Callable  # (scale, knob, target, dtype) -> (params pytree, task)
     solve: Callable  # (params, task, t) -> network map at the times t, shape T + M
-    network: Callable  # params -> network map M (the same quantity, from the raw parameters)
+    network: Callable  # (params, task) -> network map M (the same quantity, from raw parameters)
     target: Callable  # task -> the network map at the minimiser reached from the build's inits
     loss: Callable  # module.loss(params, task)
     generic: tuple  # (scale, knob, target) at a generic point
@@ -55,6 +56,8 @@ class Model(NamedTuple):
     # Longest time of the float32-vs-float64 check: 1e4 for closed forms (issue 14); a fixed-step
     # integrator is checked over the horizon its step size resolves.
     float32_horizon: float = 1e4
+    # task -> the scale errors are relative to; None: max |target(task)| (the target's size).
+    size: Callable | None = None
 
 
 _W = np.array([0.6, 0.2, 0.1])
@@ -147,6 +150,19 @@ def _piecewise_linear_build(scale, delta, target, dtype):
 _PL_SUBSTEPS = 600
 
 
+def _scaling_laws_build(scale, delta, target, dtype):
+    # n_s = 3 power-law skills (α = 1) from one shared R_k(0) = scale, balanced a = b (the closed
+    # form's assumption; δ has no meaning here). Its "network map" is the loss itself: solve
+    # returns L(t), not the R_k (for n_s → ∞ there are 10^5 of them).
+    a0 = jnp.full(3, jnp.sqrt(scale), dtype)
+    return {"a": a0, "b": a0}, (target * jnp.asarray(1.0, dtype), jnp.asarray(1.0, dtype))
+
+
+def _scaling_laws_solve(p, task, t):
+    S, alpha = task
+    return scaling_laws.solve(p["a"][0] * p["b"][0], S, alpha, t, n_s=3).loss
+
+
 def _piecewise_linear_solve(p, task, t):
     X, y = task
     traj = piecewise_linear.solve(p["a"], p["W"], X, y, t, n_substeps=_PL_SUBSTEPS)
@@ -158,7 +174,7 @@ MODELS_UNDER_TEST = [
         "single_neuron",
         _single_neuron_build,
         lambda p, bs, t: single_neuron.solve(p["a"], p["w"], bs, t).beta,
-        lambda p: p["a"] * p["w"],
+        lambda p, task: p["a"] * p["w"],
         lambda bs: bs,
         single_neuron.loss,
         (0.3, 0.05, 1.0),
@@ -170,7 +186,7 @@ MODELS_UNDER_TEST = [
         "diagonal",
         _diagonal_build,
         lambda p, task, t: diagonal.solve(p["a"], p["b"], *task, t).u,
-        lambda p: p["a"] * p["b"],
+        lambda p, task: p["a"] * p["b"],
         lambda task: task[1],
         diagonal.loss,
         (0.1, 0.02, 1.0),
@@ -182,7 +198,7 @@ MODELS_UNDER_TEST = [
         "saxe",
         _saxe_build,
         lambda p, sig, t: saxe.solve(p.w1, p.w2, sig, t).network_map,
-        lambda p: p.w2 @ p.w1,
+        lambda p, task: p.w2 @ p.w1,
         lambda sig: sig,
         saxe.loss,
         (0.1, 0.3, 1.0),
@@ -194,7 +210,7 @@ MODELS_UNDER_TEST = [
         "lambda_balanced",
         _lambda_balanced_build,
         lambda p, sig, t: lambda_balanced.solve(p["W1"], p["W2"], sig, t).network,
-        lambda p: p["W2"] @ p["W1"],
+        lambda p, task: p["W2"] @ p["W1"],
         lambda sig: sig,
         lambda_balanced.loss,
         (0.5, 0.1, 1.0),
@@ -206,7 +222,7 @@ MODELS_UNDER_TEST = [
         "scalar_linear",
         _scalar_linear_build,
         lambda p, S, t: scalar_linear.solve(p["a"], p["b"], S, t).theta,
-        lambda p: jnp.sum(p["a"] * p["b"]),
+        lambda p, task: jnp.sum(p["a"] * p["b"]),
         lambda S: S,
         scalar_linear.loss,
         (0.2, 0.1, 1.0),
@@ -218,9 +234,9 @@ MODELS_UNDER_TEST = [
         "linear_model",
         _linear_model_build,
         lambda p, task, t: (
-            linear_model.solve(task[0], jnp.sqrt(task[0]) * p["v"], task[1], t).coeff
+            linear_model.solve(jnp.sqrt(task[0]) * p["v"], task[0], task[1], t).coeff
         ),
-        None,  # set below: needs the task (c = √ρ v)
+        lambda p, task: jnp.sqrt(task[0]) * p["v"],  # the mode coefficients c = √ρ v
         lambda task: task[1],
         linear_model.loss,
         (0.5, 0.1, 1.0),
@@ -231,8 +247,8 @@ MODELS_UNDER_TEST = [
     Model(
         "skills",
         _skills_build,
-        lambda p, task, t: skills.solve(t, task[0], p["a"] * p["b"], task[1]).R,
-        lambda p: p["a"] * p["b"],
+        lambda p, task, t: skills.solve(p["a"] * p["b"], task[0], task[1], t).R,
+        lambda p, task: p["a"] * p["b"],
         lambda task: jnp.full(3, task[0]),
         skills.loss,
         (0.01, 0.0, 1.0),
@@ -244,7 +260,7 @@ MODELS_UNDER_TEST = [
         "emergence",
         _emergence_build,
         lambda p, task, t: emergence.solve(_B2 * p["a"] * p["b"], *task[:2], t, B2=task[2]).R,
-        lambda p: _B2 * p["a"] * p["b"],
+        lambda p, task: task[2] * p["a"] * p["b"],
         lambda task: jnp.full(3, task[0]),
         emergence.loss,
         (0.01, 0.0, 1.0),
@@ -256,7 +272,7 @@ MODELS_UNDER_TEST = [
         "piecewise_linear",
         _piecewise_linear_build,
         _piecewise_linear_solve,
-        lambda p: piecewise_linear.network(p["a"], p["W"], jnp.asarray(_XPL, p["a"].dtype)),
+        lambda p, task: piecewise_linear.network(p["a"], p["W"], task[0]),
         lambda task: task[1],
         piecewise_linear.loss,
         (0.5, 0.1, 1.0),
@@ -265,11 +281,20 @@ MODELS_UNDER_TEST = [
         1.0,
         float32_horizon=100.0,
     ),
+    Model(
+        "scaling_laws",
+        _scaling_laws_build,
+        _scaling_laws_solve,
+        scaling_laws.loss,  # the loss is the quantity solve returns
+        lambda task: jnp.zeros(()),  # n_s = 3 skills: every one is learned, L → 0
+        scaling_laws.loss,
+        (0.01, 0.0, 1.0),
+        (0.01, 0.0, 1.0),
+        800.0,
+        10.0,
+        size=lambda task: 0.5 * task[0] ** 2,  # ½S², the loss before any skill is learned
+    ),
 ]
-# The linear model's network map is its mode coefficients c = √ρ v (they need ρ from the task).
-MODELS_UNDER_TEST[5] = MODELS_UNDER_TEST[5]._replace(
-    network=lambda p: jnp.sqrt(jnp.asarray(_RHO, p["v"].dtype)) * p["v"]
-)
 IDS = [m.name for m in MODELS_UNDER_TEST]
 
 
@@ -280,6 +305,8 @@ def _run(model: Model, x, t, dtype=jnp.float64):
 
 def _scale(model: Model, x) -> float:
     _, task = model.build(*x, jnp.float64)
+    if model.size is not None:
+        return float(model.size(task))
     return float(jnp.max(jnp.abs(model.target(task))))
 
 
@@ -289,7 +316,7 @@ def test_t0_is_the_init_and_t_infinity_the_minimiser(model):
     out = model.solve(params, task, jnp.array([0.0, model.t_end]))
     size = _scale(model, model.generic)
     tol0 = tolerance(np.float64, "initial_value")
-    np.testing.assert_allclose(out[0], model.network(params), atol=tol0 * size, rtol=0)
+    np.testing.assert_allclose(out[0], model.network(params, task), atol=tol0 * size, rtol=0)
     tol = tolerance(np.float64, "fixed_point")
     np.testing.assert_allclose(out[1], model.target(task), atol=tol * size, rtol=0)
 
@@ -299,7 +326,7 @@ def test_closed_form_is_the_flow_of_its_loss(model):
     params, task = model.build(*model.generic, jnp.float64)
     t = jnp.linspace(0.0, 2.0 * model.t_probe, 7)
     ref = gradient_flow(model.loss, params, t, task, atol=1e-16)
-    want = jax.vmap(model.network)(ref)
+    want = jax.vmap(lambda p: model.network(p, task))(ref)
     got = model.solve(params, task, t)
     tol = tolerance(np.float64) * _scale(model, model.generic)
     np.testing.assert_allclose(got, want, atol=tol, rtol=0)
@@ -310,7 +337,7 @@ def test_gradient_descent_approaches_the_closed_form(model):
     params, task = model.build(*model.generic, jnp.float64)
     lr = 1e-2
     sim = simulate(model.loss, params, task, lr=lr, n_steps=int(model.t_probe / lr) * 2, every=20)
-    got = jax.vmap(model.network)(sim.params)
+    got = jax.vmap(lambda p: model.network(p, task))(sim.params)
     want = model.solve(params, task, sim.t)
     tol = tolerance(np.float64, "gradient_descent") * _scale(model, model.generic)
     np.testing.assert_allclose(got, want, atol=tol, rtol=0)

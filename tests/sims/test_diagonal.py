@@ -57,7 +57,7 @@ def test_large_C_is_the_linear_model_exponential():
     for big in (1e2, 1e4):
         a0, b0 = jnp.array([jnp.sqrt(big)]), jnp.array([0.0])
         exact = diagonal.solve(a0, b0, s2, S, t).u
-        lin = linear_model.solve(s2 * big, a0 * b0, S, t).coeff
+        lin = linear_model.solve(a0 * b0, s2 * big, S, t).coeff
         assert float(jnp.max(jnp.abs(exact - lin))) < 5.0 / big
 
 

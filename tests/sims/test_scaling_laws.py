@@ -107,7 +107,7 @@ def test_scaling_experiment_tiny(tmp_path):
 def test_loss_curve_speed_vectorised():
     # 10^5 skills × 10^3 times is a single jitted pass (no Python loop over skills).
     P = jnp.ones(100_000) / 100_000
-    f = jax.jit(lambda t: loss_curve(t, 1.0, 1e-3, P))
+    f = jax.jit(lambda t: loss_curve(1e-3, 1.0, P, t))
     assert f(jnp.logspace(0, 6, 1000)).shape == (1000,)
 
 

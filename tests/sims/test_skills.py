@@ -1,5 +1,7 @@
 """Multilinear skill model (T Eq 4.9–4.11, 4.17, B.1–B.14) against the raw (a, b) gradient flow."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -57,9 +59,9 @@ def test_loss_curve_matches_naive_sum():
             for ti in np.asarray(t)
         ]
     )
-    L = skills.loss_curve(t, S, r0, P, absent_mass=0.1)
+    L = skills.loss_curve(r0, S, P, t, absent_mass=0.1)
     np.testing.assert_allclose(L, naive, rtol=1e-12)
-    np.testing.assert_allclose(skills.solve(t, S, r0, P, absent_mass=0.1).loss, naive, rtol=1e-12)
+    np.testing.assert_allclose(skills.solve(r0, S, P, t, absent_mass=0.1).loss, naive, rtol=1e-12)
 
 
 def test_bad_input():
@@ -94,4 +96,30 @@ def test_solve_bad_input_names_the_argument(kwargs, match):
     args = {"r0": 1e-3, "p": jnp.array([0.5, 0.3, 0.2]), "eta": 1.0}
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        skills.solve(jnp.linspace(0.0, 1.0, 4), 1.0, args["r0"], args["p"], eta=args["eta"])
+        skills.solve(args["r0"], 1.0, args["p"], jnp.linspace(0.0, 1.0, 4), eta=args["eta"])
+
+
+def test_former_t_first_order_still_works_with_a_deprecation_warning():
+    P = skills.skill_frequencies(0.5, 6)
+    t, S = jnp.logspace(-1, 3, 5), 1.5
+    r0 = jnp.full(6, 1e-3)
+    want = skills.solve(1e-3, S, P, t, eta=0.7, absent_mass=0.1)
+    with pytest.warns(DeprecationWarning, match="skills.solve"):  # recognised by the shapes
+        old = skills.solve(t, S, 1e-3, P, eta=0.7, absent_mass=0.1)
+    np.testing.assert_array_equal(old.R, want.R)
+    np.testing.assert_array_equal(old.loss, want.loss)
+    with pytest.warns(DeprecationWarning):  # T ≠ N with a vector r0
+        old = skills.solve(t, S, r0, P)
+    np.testing.assert_array_equal(old.R, skills.solve(r0, S, P, t).R)
+    with pytest.warns(DeprecationWarning):  # options passed positionally
+        old = skills.solve(t, S, 1e-3, P, None, 0.7, 0.1)
+    np.testing.assert_array_equal(old.loss, want.loss)
+    with pytest.warns(DeprecationWarning, match="skills.loss_curve"):
+        old = skills.loss_curve(t, S, 1e-3, P, None, 0.7, 0.1)
+    np.testing.assert_array_equal(old, skills.loss_curve(1e-3, S, P, t, eta=0.7, absent_mass=0.1))
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="eta"):
+        skills.solve(t, S, 1e-3, P, None, 0.7, eta=0.7)
+    with warnings.catch_warnings():  # the contract order never warns, also for T = N
+        warnings.simplefilter("error")
+        skills.solve(r0, S, P, jnp.linspace(0.0, 1.0, 6))
+        skills.loss_curve(1e-3, S, P, t)
