@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nets.blas import one_blas_thread
 from nets.batch import active_batcher
 from nets.checkpoint import Checkpointer
 from nets.config import TrainConfig
@@ -147,6 +148,7 @@ def host_metric_values(
     return out
 
 
+@one_blas_thread()
 def train(
     model: nnx.Module,
     data: Dataset,

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nets.blas import one_blas_thread
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.evaluate import EVAL_CHUNK, default_metric, log_values
@@ -60,6 +61,7 @@ def _unstack(tree: Any, i: int) -> Any:
     return jax.tree.map(lambda a: a[i], tree)
 
 
+@one_blas_thread()
 def train_many(
     models: Sequence[nnx.Module],
     data: Dataset,
