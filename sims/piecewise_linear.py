@@ -20,14 +20,21 @@ Signed spherical coordinates μ_i = a_i‖w_i‖, β̂_i = w_i/‖w_i‖ evolve 
 
 There is no closed form: :func:`solve` integrates either set of coordinates with a fixed-step scheme.
 
-**Why fixed steps.** The vector field is only piecewise smooth: it jumps whenever a pre-activation
-w_iᵀx_j changes sign. Adaptive high-order solvers lose their order at every such kink and spend
-most of their work rejecting steps around it, and under ``vmap`` over seeds all lanes advance in
-lock-step with the slowest one. A fixed-step RK4 (or Euler, which *is* full-batch gradient descent
-with learning rate dt, the paper's training procedure) inside ``lax.scan`` has no data-dependent
-control flow, vmaps perfectly and costs a known number of field evaluations. Its accuracy is
-checked in the tests against diffrax Dopri8 (:func:`sims.gradient_flow`) and between the two
-coordinate systems.
+**Why fixed steps, and how kinks are handled.** The vector field is only piecewise smooth: it jumps
+whenever a pre-activation w_iᵀx_j changes sign. Adaptive high-order solvers lose their order at every
+such kink and spend most of their work rejecting steps around it (Dopri8 runs out of steps where
+the flow slides along a kink), and under ``vmap`` over seeds all lanes advance in lock-step with the
+slowest one. :func:`solve` takes a fixed number of RK4 steps inside ``lax.scan`` and makes each one
+kink-aware: between kinks the field is smooth, so a step integrates the field of the current
+activation pattern, stops at the first sign change (located on the step's Hermite interpolant) and
+goes on with the new pattern — or, when the field on both sides points into the kink, slides along
+it with Filippov's equivalent slope until that slope leaves [γ, 1]. This keeps RK4's fourth order
+across kinks (plain RK4 is first order there: ≈1e-3 at 100 steps per interval on the tests'
+problems, now ≈1e-7; a step costs ≈4× a plain RK4 step for one trajectory and ≈10× under
+``vmap``, where both sides of every branch are evaluated). Euler on the parameters is full-batch gradient
+descent with learning rate dt, the paper's training procedure, and is left as it is. Accuracy is
+checked in the tests against diffrax Dopri8 (:func:`sims.gradient_flow`), between the two
+coordinate systems and by fourth-order self-convergence where the flow slides.
 """
 
 from __future__ import annotations
@@ -210,18 +217,23 @@ def _drive(beta: jax.Array, C: jax.Array, X: jax.Array, y: jax.Array):
     return rho, (C * rho) @ X
 
 
-def _parameter_field(state, args):
-    """K Eq 124: ȧ_i = −η_a w_iᵀξ_i, ẇ_i = −η_w a_i ξ_i."""
+def _pattern(state, args) -> jax.Array:
+    """Activation pattern C (h, n) at ``state``: the sign of w_iᵀx_j (= of β̂_iᵀx_j)."""
+    z = state[1] @ args[0].T
+    return jnp.where(z > 0, jnp.ones_like(z), args[2] * jnp.ones_like(z))
+
+
+def _parameter_field(state, args, C=None):
+    """K Eq 124: ȧ_i = −η_a w_iᵀξ_i, ẇ_i = −η_w a_i ξ_i (pattern C, or the state's own)."""
     a, W = state
     X, y, gamma, eta_a, eta_w = args
-    z = W @ X.T
-    C = jnp.where(z > 0, jnp.ones_like(z), gamma * jnp.ones_like(z))
+    C = _pattern(state, args) if C is None else C
     _, xi = _drive(a[:, None] * W, C, X, y)
     return -eta_a * jnp.sum(W * xi, axis=-1), -eta_w * a[:, None] * xi
 
 
-def _spherical_field(state, args):
-    """K Eq 127 for (μ_i, β̂_i) at fixed δ_i.
+def _spherical_field(state, args, C=None):
+    """K Eq 127 for (μ_i, β̂_i) at fixed δ_i (pattern C, or the state's own).
 
     The coefficient (κ + δ)/(2μ) is evaluated as 2η_aη_wμ/(κ − δ) when δ ≤ 0 (same value, as
     κ² − δ² = 4η_aη_wμ²), which stays finite when μ crosses zero (a downstream neuron whose a_i
@@ -229,8 +241,7 @@ def _spherical_field(state, args):
     """
     mu, bh = state
     X, y, gamma, eta_a, eta_w, delta = args
-    z = bh @ X.T
-    C = jnp.where(z > 0, jnp.ones_like(z), gamma * jnp.ones_like(z))
+    C = _pattern(state, args) if C is None else C
     _, xi = _drive(mu[:, None] * bh, C, X, y)
     kappa = jnp.sqrt(delta**2 + 4 * eta_a * eta_w * mu**2)
     up = delta > 0
@@ -248,33 +259,204 @@ def _renormalise(state):
     return mu, bh / jnp.linalg.norm(bh, axis=-1, keepdims=True)
 
 
-def _step(field, method, post, state, dt, args):
-    if method == "euler":
-        k1 = field(state, args)
-        return post(jax.tree.map(lambda s, k: s + dt * k, state, k1))
+def _rk4(field, post, state, dt, args, C=None):
+    """One classical RK4 step; ``C`` freezes the activation pattern (None: each stage's own)."""
     add = lambda s, k, c: jax.tree.map(lambda si, ki: si + c * ki, s, k)
-    k1 = field(state, args)
-    k2 = field(add(state, k1, dt / 2), args)
-    k3 = field(add(state, k2, dt / 2), args)
-    k4 = field(add(state, k3, dt), args)
+    k1 = field(state, args, C)
+    k2 = field(add(state, k1, dt / 2), args, C)
+    k3 = field(add(state, k2, dt / 2), args, C)
+    k4 = field(add(state, k3, dt), args, C)
     new = jax.tree.map(
         lambda s, a1, a2, a3, a4: s + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4), state, k1, k2, k3, k4
     )
-    return post(new)
+    return post(new), k1
+
+
+def _step(field, method, post, state, dt, args):
+    """One plain step with each stage's own pattern: Euler, or RK4 (first order across a kink)."""
+    if method == "euler":
+        return post(jax.tree.map(lambda s, k: s + dt * k, state, field(state, args)))
+    return _rk4(field, post, state, dt, args)[0]
+
+
+def _first_crossing(z0, z1, m0, m1, crossed):
+    """Earliest θ ∈ [0, 1] where a crossed entry's z(θ) vanishes, and that entry (flat index).
+
+    z(θ) is the cubic Hermite interpolant of the pre-activations between the ends of a step,
+    with values z0, z1 and slopes m0, m1 (dz/dθ); it is within O(dt⁴) of the smooth path, so the
+    root (from the secant guess and four Newton steps, kept in [0, 1]) is too.
+    """
+    lin = z0 / jnp.where(crossed, z0 - z1, 1.0)
+    theta = jnp.clip(jnp.where(crossed, lin, 1.0), 0.0, 1.0)
+    for _ in range(4):
+        t2, t3 = theta**2, theta**3
+        p = (
+            (2 * t3 - 3 * t2 + 1) * z0
+            + (t3 - 2 * t2 + theta) * m0
+            + (-2 * t3 + 3 * t2) * z1
+            + (t3 - t2) * m1
+        )
+        dp = (6 * t2 - 6 * theta) * z0 + (3 * t2 - 4 * theta + 1) * m0
+        dp = dp + (6 * theta - 6 * t2) * z1 + (3 * t2 - 2 * theta) * m1
+        ok = crossed & (jnp.abs(dp) > 0)
+        theta = jnp.clip(theta - jnp.where(ok, p / jnp.where(ok, dp, 1.0), 0.0), 0.0, 1.0)
+    theta = jnp.where(crossed, theta, jnp.inf).reshape(-1)
+    k = jnp.argmin(theta)
+    return jnp.minimum(theta[k], 1.0), k
+
+
+def _sliding_slopes(state, args, base, sliding):
+    """Filippov slopes c*_ij ∈ ℝ that keep z_ij = w_iᵀx_j at 0 for the sliding entries.
+
+    On z_ij = 0 the residuals do not depend on c_ij (σ(0) = 0), and ż_ij ∝ ξ_iᵀx_j =
+    Σ_k c_ik ρ_k x_kᵀx_j in both coordinate systems, so the sliding slopes of neuron i solve the
+    linear system Σ_{k∈S_i} (x_jᵀx_k) ρ_k c_ik = −Σ_{k∉S_i} (x_jᵀx_k) ρ_k c_ik, j ∈ S_i (Filippov's
+    equivalent control). A non-zero w_i is orthogonal to at most d independent x_j, so S_i is
+    solved on its first m = min(n, d) entries (further ones, possible only for linearly dependent
+    inputs, keep ``base``); other entries keep ``base``.
+    """
+    X, y = args[0], args[1]
+    n, d = X.shape
+    m = min(n, d)
+    beta = state[0][:, None] * state[1]  # a_i w_i, or μ_i β̂_i
+    rho = jnp.sum(base * (beta @ X.T), axis=0) - y
+    GR = (X @ X.T) * rho[None, :]  # (x_jᵀx_k) ρ_k
+    idx = jnp.argsort(~sliding, axis=1, stable=True)[:, :m]  # (h, m): the sliding entries first
+    valid = jnp.take_along_axis(sliding, idx, axis=1)
+    rows = GR[idx]  # (h, m, n)
+    fixed = jnp.where(sliding, 0.0, base)
+    rhs = jnp.where(valid, -jnp.einsum("iak,ik->ia", rows, fixed), 1.0)
+    A = jnp.take_along_axis(rows, jnp.broadcast_to(idx[:, None, :], (idx.shape[0], m, m)), axis=2)
+    eye = jnp.eye(m, dtype=X.dtype)
+    A = jnp.where(valid[:, :, None] & valid[:, None, :], A, eye[None])
+    sol = jnp.linalg.solve(A, rhs[..., None])[..., 0]
+    sol = jnp.where(valid & jnp.isfinite(sol), sol, jnp.take_along_axis(base, idx, axis=1))
+    c = jax.vmap(lambda b, i, v: b.at[i].set(v))(base, idx, sol)
+    return jnp.where(sliding, c, base)
+
+
+def _modal_pattern(state, args, active, sliding):
+    """Pattern of a mode: 1 / γ where (not sliding) active / inactive, clipped c*_ij where sliding."""
+    ones = jnp.ones(active.shape, args[0].dtype)
+    base = jnp.where(active, ones, args[2] * ones)
+    c = lax.cond(
+        jnp.any(sliding), lambda: _sliding_slopes(state, args, base, sliding), lambda: base
+    )
+    return jnp.clip(c, args[2], 1.0), c
+
+
+def _rk4_mode(field, post, state, dt, args, active, sliding):
+    """RK4 of the field of one mode (fixed active set, sliding slopes from each stage's state)."""
+    f = lambda s: field(s, args, _modal_pattern(s, args, active, sliding)[0])
+    add = lambda s, k, c: jax.tree.map(lambda si, ki: si + c * ki, s, k)
+    k1 = f(state)
+    k2 = f(add(state, k1, dt / 2))
+    k3 = f(add(state, k2, dt / 2))
+    k4 = f(add(state, k3, dt))
+    new = jax.tree.map(
+        lambda s, a1, a2, a3, a4: s + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4), state, k1, k2, k3, k4
+    )
+    return post(new), k1
+
+
+def _kink_step(field, post, carry, dt, args, n_events: int):
+    """RK4 step of length dt that stops at activation changes (up to ``n_events`` of them).
+
+    ``carry = (state, active, sliding)``. Between kinks the field is smooth (a fixed mode), so each
+    piece is an RK4 step of that mode's field: a trial step to the end; if some w_iᵀx_j changed
+    sign, the step is redone up to the earliest sign change (located on the Hermite interpolant
+    of the trial). There the entry either crosses (its slope flips between 1 and γ) or, when the
+    field on both sides points into the kink, slides along it with the Filippov slope c*_ij
+    (:func:`_sliding_slopes`) until c*_ij leaves [γ, 1], where it leaves the kink on that side.
+    Whatever is left after ``n_events`` events (more kinks in one step) is one plain RK4 step.
+    Fixed trip counts and ``lax.cond`` keep it differentiable and vmappable.
+    """
+    X, gamma = args[0], args[2]
+    z_of = lambda s: s[1] @ X.T
+
+    def piece(c):
+        s, active, sliding, tau = c
+        trial, k0 = _rk4_mode(field, post, s, tau, args, active, sliding)
+        z0, z1 = z_of(s), z_of(trial)
+        crossed = ~sliding & ((z1 > 0) != active)
+        ce, c_end = _modal_pattern(trial, args, active, sliding)
+        leaves = sliding & ((c_end > 1.0) | (c_end < gamma))
+
+        def event(_):
+            # Earliest event: a kink met (on the Hermite interpolant of z) or a slide left (c*
+            # reaching 1 or γ, linear in θ: such exits are rare).
+            m0 = tau * (k0[1] @ X.T)
+            m1 = tau * (field(trial, args, ce)[1] @ X.T)
+            th_cross, k_cross = _first_crossing(z0, z1, m0, m1, crossed)
+            c0 = _modal_pattern(s, args, active, sliding)[1]
+            bound = jnp.where(c_end > 1.0, 1.0, gamma)
+            frac = jnp.where(leaves, (bound - c0) / jnp.where(leaves, c_end - c0, 1.0), jnp.inf)
+            frac = jnp.clip(frac, 0.0, 1.0).reshape(-1)
+            k_leave = jnp.argmin(frac)
+            is_leave = frac[k_leave] < jnp.where(jnp.any(crossed), th_cross, jnp.inf)
+            theta = jnp.where(is_leave, frac[k_leave], th_cross)
+            k = jnp.where(is_leave, k_leave, k_cross)
+            part, _ = _rk4_mode(field, post, s, theta * tau, args, active, sliding)
+            hit = (jnp.arange(active.size) == k).reshape(active.shape)
+            # At a kink met: slide when the field on both sides points into it (Filippov).
+            base = _modal_pattern(part, args, active, sliding)[0]
+            g_on = (field(part, args, jnp.where(hit, 1.0, base))[1] @ X.T).reshape(-1)[k]
+            g_off = (field(part, args, jnp.where(hit, gamma, base))[1] @ X.T).reshape(-1)[k]
+            slide = ~is_leave & (g_on < 0) & (g_off > 0)
+            # A slide left at c* = 1 goes on active, at c* = γ inactive; a kink crossed flips.
+            new_active = jnp.where(is_leave, c_end > 1.0, active == slide)
+            return part, jnp.where(hit, new_active, active), jnp.where(hit, slide, sliding), theta
+
+        def accept(_):
+            return trial, active, sliding, jnp.ones((), tau.dtype)
+
+        s, active, sliding, theta = lax.cond(
+            jnp.any(crossed) | jnp.any(leaves), event, accept, None
+        )
+        return s, active, sliding, tau * (1 - theta)
+
+    def body(_, c):
+        return lax.cond(c[3] > 0, piece, lambda c: c, c)
+
+    state, active, sliding = carry
+    state, active, sliding, tau = lax.fori_loop(
+        0, n_events, body, (state, active, sliding, jnp.asarray(dt))
+    )
+
+    def plain(_):
+        s = _step(field, "rk4", post, state, tau, args)
+        return s, jnp.where(sliding, active, z_of(s) > 0), sliding
+
+    return lax.cond(tau > 0, plain, lambda _: (state, active, sliding), None)
+
+
+# Events (kinks met, slides left) located per RK4 step before the rest of the step is plain RK4.
+_N_EVENTS = 2
 
 
 def _integrate(field, post, state0, t, args, n_substeps: int, method: str):
     """Fixed-step integration from time 0; ``n_substeps`` equal steps between save times."""
     t_prev = jnp.concatenate([jnp.zeros((1,), t.dtype), t[:-1]])
+    if method == "euler":  # full-batch gradient descent: the pattern of each iterate
 
-    def interval(state, span):
+        def step(s, dt):
+            return _step(field, "euler", post, s, dt, args)
+
+        carry0 = state0
+    else:
+
+        def step(c, dt):
+            return _kink_step(field, post, c, dt, args, _N_EVENTS)
+
+        z0 = state0[1] @ args[0].T
+        carry0 = (state0, z0 > 0, jnp.zeros(z0.shape, bool))
+
+    def interval(carry, span):
         dt = (span[1] - span[0]) / n_substeps
-        state = lax.fori_loop(
-            0, n_substeps, lambda _, s: _step(field, method, post, s, dt, args), state
-        )
-        return state, state
+        carry = lax.fori_loop(0, n_substeps, lambda _, c: step(c, dt), carry)
+        return carry, carry if method == "euler" else carry[0]
 
-    _, states = lax.scan(interval, state0, jnp.stack([t_prev, t], axis=-1))
+    _, states = lax.scan(interval, carry0, jnp.stack([t_prev, t], axis=-1))
     return states
 
 
@@ -330,8 +512,11 @@ def solve(
     integrated from time 0 with ``n_substeps`` fixed steps between consecutive save times, either on
     the raw parameters (``coordinates="parameters"``) or on the per-neuron signed spherical
     coordinates (μ_i, β̂_i) at fixed δ_i (``coordinates="spherical"``, K Eq 127). Both return the
-    same :class:`Trajectory`. ``method="euler"`` on the parameters is full-batch gradient descent
-    with learning rate dt. Every array argument may be traced (vmap over seeds, γ, rates, times).
+    same :class:`Trajectory`. ``method="rk4"`` stops each step at activation changes and follows
+    the Filippov sliding flow along a kink (module docstring), so it stays fourth order across
+    kinks: the default 100 steps per interval reach ≈1e-7 on O(1) problems.
+    ``method="euler"`` on the parameters is full-batch gradient descent with learning rate dt.
+    Every array argument may be traced (vmap over seeds, γ, rates, times) and differentiated.
 
     Args:
       a0: (h,) initial second-layer weights a_i(0).

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims import gradient_flow
+from sims import gradient_flow, tolerance
 from sims import piecewise_linear as pl
 
 
@@ -48,26 +48,50 @@ def test_integrators_match_diffrax_before_any_pattern_change(gamma):
     loss = lambda q, _: 0.5 * jnp.sum((pl.network(q[0], q[1], X, gamma) - y) ** 2)
     a_ref, W_ref = gradient_flow(loss, (a0, W0), t, lr=(1.3, 0.8))
     for tr in (p, s):
-        np.testing.assert_allclose(tr.a, a_ref, atol=1e-9)
-        np.testing.assert_allclose(tr.W, W_ref, atol=1e-9)
+        np.testing.assert_allclose(tr.a, a_ref, atol=tolerance(np.float64))
+        np.testing.assert_allclose(tr.W, W_ref, atol=tolerance(np.float64))
     np.testing.assert_allclose(p.delta, 0.8 * a0**2 - 1.3 * jnp.sum(W0**2, -1), rtol=1e-13)
 
 
-@pytest.mark.slow
-def test_integrators_agree_across_activation_changes():
-    # Across kinks the fixed-step schemes are first order; the two coordinate systems converge to
-    # each other at O(dt) (error halves with dt).
-    a0, W0, X, y = _problem(2)
+def test_rk4_is_fourth_order_across_kinks_against_diffrax():
+    # Activation patterns change on this horizon (no sliding, so Dopri8 resolves the kinks by
+    # step rejection): the kink-aware RK4 keeps its order, ≈7e-7 at the default 100 steps per
+    # interval and 16⁴ times less at 1,600 (plain RK4 was first order here, ≈1e-3 at 100).
+    a0, W0, X, y = _problem(5)
     t = jnp.linspace(0.0, 2.0, 5)
+    loss = lambda q, _: 0.5 * jnp.sum((pl.network(q[0], q[1], X, 0.2) - y) ** 2)
+    a_ref, W_ref = gradient_flow(loss, (a0, W0), t, lr=(1.3, 1.0), max_steps=400_000)
     errs = []
-    for ns in (200, 400):
-        kw = dict(gamma=0.2, eta_a=1.3, n_substeps=ns)
-        p = pl.solve(a0, W0, X, y, t, **kw)
-        s = pl.solve(a0, W0, X, y, t, coordinates="spherical", **kw)
-        errs.append(float(jnp.abs(p.W - s.W).max()))
+    for ns in (100, 1600):
+        for coordinates in ("parameters", "spherical"):
+            p = pl.solve(
+                a0, W0, X, y, t, gamma=0.2, eta_a=1.3, n_substeps=ns, coordinates=coordinates
+            )
+            err = max(float(jnp.abs(p.W - W_ref).max()), float(jnp.abs(p.a - a_ref).max()))
+            errs.append(err)
     C = _patterns(p, X, 0.2)
     assert int(jnp.sum(C[-1] != C[0])) > 0  # the pattern did change
-    assert errs[1] < 2e-6 and errs[1] < 0.7 * errs[0]
+    assert max(errs[:2]) < tolerance(np.float64, "fixed_step")
+    assert max(errs[2:]) < 1e-3 * max(errs[:2])  # fourth order: 16⁴ ≈ 6.6e4 expected
+
+
+def test_sliding_along_a_kink_is_fourth_order():
+    # Here the flow slides along kinks (Filippov: the field on both sides points into w_iᵀx_j = 0;
+    # Dopri8 runs out of steps). The sliding entries stay at z = 0, both coordinate systems agree,
+    # and the default steps are within the fixed-step tolerance of a 16× finer run.
+    a0, W0, X, y = _problem(2)
+    t = jnp.linspace(0.0, 2.0, 5)
+    kw = dict(gamma=0.2, eta_a=1.3)
+    fine = pl.solve(a0, W0, X, y, t, n_substeps=1600, **kw)
+    z = jnp.einsum("thd,nd->thn", fine.beta_hat, X)
+    assert bool(jnp.any(jnp.all(jnp.abs(z[2:]) < 1e-12, axis=0)))  # an entry held at the kink
+    for coordinates in ("parameters", "spherical"):
+        p = pl.solve(a0, W0, X, y, t, n_substeps=100, coordinates=coordinates, **kw)
+        q = pl.solve(a0, W0, X, y, t, n_substeps=400, coordinates=coordinates, **kw)
+        err100 = float(jnp.abs(p.W - fine.W).max())
+        err400 = float(jnp.abs(q.W - fine.W).max())
+        assert err100 < tolerance(np.float64, "fixed_step")
+        assert err400 < err100 / 50  # fourth order: 4⁴ = 256 expected
 
 
 def test_downstream_neuron_changes_sign_in_both_coordinates():
