@@ -10,6 +10,8 @@ from scipy.optimize import brentq
 
 from sims import linear_model, tolerance
 
+_ROUNDING = tolerance(np.float64, "rounding")
+
 
 def test_solve_matches_gradient_flow_of_the_weights():
     # Random covariances, zero / tiny / O(1) inits and learning rates, 50 times each.
@@ -40,9 +42,11 @@ def test_feature_modes_reconstruct_the_function_norm():
     w = jax.random.normal(jax.random.key(2), (3, 4))
     rho, coeff = linear_model.feature_modes(cov, w)
     np.testing.assert_allclose(
-        jnp.sum(coeff**2, -1), jnp.einsum("bi,ij,bj->b", w, cov, w), rtol=1e-12
+        jnp.sum(coeff**2, -1), jnp.einsum("bi,ij,bj->b", w, cov, w), rtol=_ROUNDING
     )
-    np.testing.assert_allclose(rho, np.sort(np.linalg.eigvalsh(np.asarray(cov)))[::-1], rtol=1e-12)
+    np.testing.assert_allclose(
+        rho, np.sort(np.linalg.eigvalsh(np.asarray(cov)))[::-1], rtol=_ROUNDING
+    )
 
 
 @pytest.mark.parametrize("n", [0.5, 3.0, 9.9])
@@ -51,8 +55,8 @@ def test_learnability_matches_brentq(n):
     res = linear_model.learnability(rho, n)
     r = np.asarray(rho)
     kappa = brentq(lambda k: np.sum(r / (r + k)) - n, 1e-14, 1e6, xtol=1e-300, rtol=1e-15)
-    np.testing.assert_allclose(res.kappa, kappa, rtol=1e-12)
-    np.testing.assert_allclose(jnp.sum(res.L), n, rtol=1e-12)
+    np.testing.assert_allclose(res.kappa, kappa, rtol=_ROUNDING)
+    np.testing.assert_allclose(jnp.sum(res.L), n, rtol=_ROUNDING)
     assert res.L[6] == 0.0  # a zero-eigenvalue direction is never learned
 
 
@@ -81,7 +85,7 @@ def test_learnability_vmaps_over_n_without_retracing():
     f(rho, ns[2])
     assert traces == before  # new values of ρ and n do not retrace
     # κ scales with ρ (Eq. 1.35 is homogeneous).
-    np.testing.assert_allclose(f(2.0 * rho, ns[1]), 2.0 * batched[1], rtol=1e-12)
+    np.testing.assert_allclose(f(2.0 * rho, ns[1]), 2.0 * batched[1], rtol=_ROUNDING)
 
 
 def test_solve_vmaps_and_does_not_retrace():
