@@ -2,7 +2,8 @@
 
 Kunin et al. 2024, §4 and App. B. Two-layer network f(x) = Aᵀ W x with W (h, d) first layer (rate
 η_w) and A (h, c) second layer (rate η_a), predictor β = WᵀA (d, c) — the transpose of the network map
-W2 W1 of the issue's convention (W1 = W, W2 = Aᵀ). Gradient flow on L = ½‖Xβ − Y‖²_F gives
+W2 W1 of :mod:`sims.saxe` and :mod:`sims.lambda_balanced` (W1 = W, W2 = Aᵀ). Gradient flow on
+L = ½‖Xβ − Y‖²_F gives
 
 .. math::  \\mathrm{vec}(\\dot\\beta) = -M\\,\\mathrm{vec}(X^\\top X\\beta - X^\\top Y), \\qquad
            M = \\eta_w A^\\top A \\oplus \\eta_a W^\\top W   \\quad (K Eq 6)
