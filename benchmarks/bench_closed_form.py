@@ -261,6 +261,9 @@ def _hang_reproducer(timeout: float = 60.0) -> None:
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     import sys
 
     if "--hang" in sys.argv[1:]:

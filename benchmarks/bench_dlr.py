@@ -63,6 +63,9 @@ def _time(fn, *args, repeats=7):
 
 
 def main(n: int, p: int, c: int, n_naive: int) -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     rng = np.random.default_rng(0)
     phi = jnp.asarray(np.maximum(rng.normal(size=(n, p)), 0), jnp.float32)  # post-ReLU features
     logits = np.asarray(phi) @ rng.normal(size=(p, c)).astype(np.float32) / np.sqrt(p)

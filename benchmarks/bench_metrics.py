@@ -73,6 +73,9 @@ def main(
     stream_p: int,
     stream_batch: int,
 ) -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].platform}, {jax.device_count()} device(s); float32")
     phi = jnp.asarray(np.maximum(rng.normal(size=(n, p)), 0.0), jnp.float32)

@@ -82,6 +82,9 @@ def bench(H: int, D: int, N: int) -> None:
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     jax.config.update("jax_enable_x64", True)
     bench(50, 20, 200)
     bench(8, 3, 16)

@@ -123,6 +123,9 @@ def torch_images_per_s(device: str, dtype: str, batch: int, steps: int, rounds: 
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")

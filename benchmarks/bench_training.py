@@ -84,6 +84,9 @@ def torch_steps_per_s(data: Dataset, steps: int, batch: int) -> float:
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--batch", type=int, default=128)

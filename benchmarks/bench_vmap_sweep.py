@@ -39,6 +39,9 @@ LRS = (0.02, 0.05, 0.1, 0.2)
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hidden", type=int, default=32, help="hidden width of the 1-layer MLP")
     parser.add_argument("--epochs", type=int, default=10)

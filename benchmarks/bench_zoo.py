@@ -170,6 +170,9 @@ def compare(name: str, jax_step, torch_step, steps: int, rounds: int) -> float:
 
 
 def main() -> None:
+    from nets.blas import limit_blas_threads
+
+    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per framework")
