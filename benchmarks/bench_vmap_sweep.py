@@ -12,12 +12,22 @@ hyper-parameters). Three ways to run the same sweep, each logging the same 11 po
 * ``train_many``: one compilation, one program for the 16 runs.
 
 The final parameters agree to float32 round-off (printed; ``tests/nets/test_step.py`` checks it).
-Measured on the shared 2-core CPU under heavy load (hidden 32): one process per point
-16 × 8.3 s = 133 s, train_many 9.8 s first call (13.6×); warm, sequential in-process 0.71 s vs
-train_many 0.82 s (0.9×): on XLA:CPU a single small run already keeps the cores busy, and the vmapped
-(batched) GEMMs and ``eigh`` of the log points are no faster per run than the unbatched ones,
-so in one process the gain over warm sequential calls is the compile sharing. On an accelerator
-a single small run leaves the device idle and the vmapped program is where the gain lies.
+
+Measured on an idle 2-core CPU (jax 0.10.2, one OpenBLAS thread, 2026-11-24, two runs): one process
+per point 16 × 2.9–3.1 s = 47–49 s vs ``train_many`` 2.8–3.1 s first call (**16×**); warm,
+16 sequential in-process ``train`` calls 0.67–0.85 s vs ``train_many`` 0.34–0.35 s (**2.0–2.4×**;
+the issue's target of 5× against warm in-process calls is not met). Where ``train_many``'s 0.34 s
+goes (History times and a profile): the 16 × 225 SGD steps 0.09 s, the 16 × 11 log points
+(forward of 1,797 images and D_LR, run by run) 0.13–0.15 s, building and stacking the 16 states
+0.04 s, the rest creating the 16 models and unstacking them. One digits-MLP step (batch 64) already
+runs at ~24 GFLOP/s unbatched, so vmapping the steps gains ~1.5×; the rest of the gain is the
+per-call work of ``train`` (~17 ms a call). The log points are evaluated with ``lax.map``, not
+``vmap``: vmapped ``log_values`` was no faster (14.7 vs 11.2 ms for 16 runs) and, with the whole
+eval subset in one chunk (``chunk=2048``), deadlocked XLA:CPU (0 % CPU, 4 of 4 tries, with and
+without one OpenBLAS thread; like the ``lambda_balanced`` hang of ``bench_closed_form.py --hang``).
+Before ``nets.blas`` limited OpenBLAS to one thread, a log point cost 60 ms instead of 0.7 ms in
+some processes (the LAPACK QR of D_LR; the slow case comes and goes). On an accelerator a single small run
+leaves the device idle and the vmapped program is where the gain lies.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10]
 """
