@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from nets.blas import one_blas_thread
 from nets.batch import active_batcher
+from nets.blas import one_blas_thread
 from nets.checkpoint import Checkpointer
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate

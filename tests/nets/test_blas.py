@@ -39,6 +39,12 @@ def test_train_runs_with_one_blas_thread_and_restores(monkeypatch):
     data = load_digits()
     with threadpool_limits(limits=2, user_api="blas"):
         before = _blas_threads()
-        train(MLP(64, (8,), 10, rngs=nnx.Rngs(0)), data, TrainConfig(epochs=1), key=jax.random.key(0), progress=False)
+        train(
+            MLP(64, (8,), 10, rngs=nnx.Rngs(0)),
+            data,
+            TrainConfig(epochs=1),
+            key=jax.random.key(0),
+            progress=False,
+        )
         assert _blas_threads() == before
     assert seen and all(np.all(np.array(s) == 1) for s in seen)
