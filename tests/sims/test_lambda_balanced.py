@@ -227,3 +227,39 @@ def test_many_times_and_vmapped_trajectories_return():
     single = solve(W1[5], W2[5], sig, jnp.linspace(0.0, 5.0, 8000)).network
     np.testing.assert_allclose(batched[5, -1], single[-1], rtol=1e-12, atol=1e-12)
     assert batched.shape == (8, 1000, 3, 4) and np.all(np.isfinite(batched))
+
+
+def _both_paths(W1, W2, sig, t):
+    """X(t) (N, n, n) in F's eigenbasis from the Cholesky and the Householder paths, and κ(Ŝ)."""
+    f, _, _, Wm, L0 = lambda_balanced._eigenbasis(W1, W2, sig)
+    Zq = lambda_balanced._at_times(f, Wm, L0, t)
+    Zc, kappa = lambda_balanced._at_times_cholesky(f, L0, t)
+    X = lambda Z: jnp.einsum("iht,jht->tij", Z, Z)
+    return X(Zc), X(Zq), kappa
+
+
+def test_fast_cholesky_path_and_its_householder_fallback():
+    """Generic inits take the Cholesky path (κ small) and agree with the Householder path; inits
+    almost missing the fastest mode give κ(Ŝ) above the bound, where Cholesky alone is wrong, and
+    solve() (which then falls back) still matches the 40-digit formula."""
+    sig = jax.random.normal(jax.random.key(4), (3, 4))
+    t = jnp.concatenate([jnp.zeros(1), jnp.logspace(-8, 4, 60)])
+    W1, W2 = jax.vmap(lambda k, la: balanced_init(k, 4, 3, 3, 0.1, la))(
+        jax.random.split(jax.random.key(5), 5), jnp.linspace(-2.0, 2.0, 5)
+    )
+    kmax = lambda_balanced._kappa_max(jnp.float64)
+    for i in range(5):
+        Xc, Xq, kappa = _both_paths(W1[i], W2[i], sig, t)
+        assert float(jnp.max(kappa)) < 1e3 <= kmax
+        np.testing.assert_allclose(Xc, Xq, atol=1e-13 * (1 + float(jnp.max(jnp.abs(Xq)))))
+    W1s, W2s, _ = _aligned(np.array([2.0, 1.0]), np.array([1e-3, 1e-2]), 0.0)
+    S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    W1a = jnp.concatenate([jnp.full((2, 1), 1e-12), W1s], axis=1)  # a 1e-12 trace of the top mode
+    W2a = jnp.concatenate([jnp.full((1, 2), 1e-12), W2s], axis=0)
+    ts = jnp.linspace(0.0, 60.0, 61)
+    Xc, Xq, kappa = _both_paths(W1a, W2a, S, ts)
+    assert float(jnp.max(kappa)) > kmax
+    assert float(jnp.max(jnp.abs(Xc - Xq))) > 1e-8  # the detector is needed: Cholesky loses digits
+    sol = solve(W1a, W2a, S, jnp.array([0.0, 20.0, 40.0, 60.0]))
+    for i, t_i in enumerate([0.0, 20.0, 40.0, 60.0]):
+        _blocks_close(sol, i, _naive_mp(W1a, W2a, S, t_i), 3, atol=1e-10)
