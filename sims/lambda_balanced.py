@@ -374,16 +374,28 @@ def _kappa_max(dtype) -> float:
 
 
 def _solve(W1, W2, sig, t):
+    return _solve_path(W1, W2, sig, t, "auto")[0]
+
+
+def _solve_path(W1, W2, sig, t, path: str):
+    """(Solution, fast): ``path`` (static) is ``"auto"`` (the Cholesky path unless some time's
+    scaled bracket is too ill-conditioned for ≈ ε^{2/3} accuracy, then Householder: one
+    ``lax.cond`` per trajectory, which runs one branch only outside ``vmap``), ``"cholesky"`` or
+    ``"householder"``; ``fast`` says whether the Cholesky path was accurate enough."""
     h, d = W1.shape
     c = W2.shape[0]
     dtype = W1.dtype
     f, V, lam, Wm, L0 = _eigenbasis(W1, W2, sig)
     ts = t.reshape(-1)
-    # Fast path unless some time's scaled bracket is too ill-conditioned for ≈ ε^{2/3} accuracy;
-    # then the Householder path (per trajectory: lax.cond, run one trajectory at a time by vmap).
-    Zc, kappa = _at_times_cholesky(f, L0, ts)
-    fast = jnp.all(kappa <= _kappa_max(dtype))  # False on NaN
-    Z = jax.lax.cond(fast, lambda: Zc, lambda: _at_times(f, Wm, L0, ts))  # (n, h, N)
+    if path == "householder":
+        Z, fast = _at_times(f, Wm, L0, ts), jnp.asarray(False)
+    else:
+        Zc, kappa = _at_times_cholesky(f, L0, ts)
+        fast = jnp.all(kappa <= _kappa_max(dtype))  # False on NaN
+        if path == "auto":
+            Z = jax.lax.cond(fast, lambda: Zc, lambda: _at_times(f, Wm, L0, ts))  # (n, h, N)
+        else:
+            Z = Zc
     Q = jnp.einsum("ij,jkt->ikt", V, Z, precision=jax.lax.Precision.HIGHEST)
     Qin, Qout = Q[:d], Q[d:]
 
@@ -394,7 +406,7 @@ def _solve(W1, W2, sig, t):
     Q = jnp.moveaxis(Q, -1, 0)
     dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
     shape = t.shape
-    return Solution(
+    sol = Solution(
         network=network.reshape(shape + (c, d)),
         w1tw1=w1tw1.reshape(shape + (d, d)),
         w2w2t=w2w2t.reshape(shape + (c, c)),
@@ -403,6 +415,7 @@ def _solve(W1, W2, sig, t):
         kernel_distance=dist.reshape(shape),
         t=t,
     )
+    return sol, fast
 
 
 @jax.custom_batching.custom_vmap
@@ -606,12 +619,24 @@ def phase_diagram(
     scales = jnp.asarray(scales, sig.dtype)
     t_end = jnp.asarray(t_end, sig.dtype)
 
-    def cell(lam, scale):
-        W1, W2 = _balanced_init(key, d, h, c, scale, lam)
-        sol = _solve(W1, W2, sig, t_end)
-        return sol.kernel_distance, 0.5 * jnp.sum((sol.network - sig) ** 2)
+    def grid(path):
+        def cell(lam, scale):
+            W1, W2 = _balanced_init(key, d, h, c, scale, lam)
+            sol, fast = _solve_path(W1, W2, sig, t_end, path)
+            return sol.kernel_distance, 0.5 * jnp.sum((sol.network - sig) ** 2), fast
 
-    dist, loss = jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
+        return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
+
+    # The whole grid on the Cholesky path, redone on the Householder path only if some cell needs
+    # it (a per-cell lax.cond would run both paths for every cell under vmap).
+    dist, loss, fast = grid("cholesky")
+    if _checks.is_concrete(fast):  # called eagerly: decide here (a cond would retrace each call)
+        if not bool(jnp.all(fast)):
+            dist, loss = grid("householder")[:2]
+    else:
+        dist, loss = jax.lax.cond(
+            jnp.all(fast), lambda: (dist, loss), lambda: grid("householder")[:2]
+        )
     return PhaseDiagram(lams=lams, scales=scales, kernel_distance=dist, loss=loss)
 
 

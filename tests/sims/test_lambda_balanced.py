@@ -263,3 +263,19 @@ def test_fast_cholesky_path_and_its_householder_fallback():
     sol = solve(W1a, W2a, S, jnp.array([0.0, 20.0, 40.0, 60.0]))
     for i, t_i in enumerate([0.0, 20.0, 40.0, 60.0]):
         _blocks_close(sol, i, _naive_mp(W1a, W2a, S, t_i), 3, atol=1e-10)
+
+
+def test_phase_diagram_same_under_jit_and_on_both_paths():
+    """The grid decides its path once (Cholesky unless a cell needs Householder): eagerly in
+    Python, under jit with lax.cond; both agree with the per-cell Householder evaluation."""
+    sig = jax.random.normal(jax.random.key(6), (3, 4))
+    lams, scales = jnp.linspace(-2.0, 2.0, 3), jnp.array([1e-3, 0.1, 1.0])
+    eager = phase_diagram(jax.random.key(7), sig, lams, scales, 2, 8.0)
+    jitted = jax.jit(phase_diagram, static_argnums=4)(jax.random.key(7), sig, lams, scales, 2, 8.0)
+    np.testing.assert_allclose(jitted.kernel_distance, eager.kernel_distance, atol=1e-14)
+    np.testing.assert_allclose(jitted.loss, eager.loss, atol=1e-14)
+    for i, lam in enumerate(lams):
+        for j, s in enumerate(scales):
+            W1, W2 = lambda_balanced._balanced_init(jax.random.key(7), 4, 2, 3, s, lam)
+            ref, _ = lambda_balanced._solve_path(W1, W2, sig, jnp.asarray(8.0), "householder")
+            np.testing.assert_allclose(eager.kernel_distance[i, j], ref.kernel_distance, atol=1e-13)
