@@ -75,19 +75,6 @@ class DiagonalTrajectory(NamedTuple):
     u: jax.Array
 
 
-def _promote(**named) -> tuple[jax.Array, ...]:
-    """Floating arrays in one common dtype (numpy promotion, safe under strict promotion)."""
-    xs = [_checks.as_float(x, n) for n, x in named.items()]
-    # Python scalars are weakly typed: they take the dtype of the arrays they meet.
-    typed = [
-        x.dtype for x, v in zip(xs, named.values(), strict=True) if not isinstance(v, int | float)
-    ]
-    dt = np.dtype(jnp.result_type(float)) if not typed else np.dtype(typed[0])
-    for t in typed[1:]:
-        dt = np.promote_types(dt, t)
-    return tuple(x.astype(dt) for x in xs)
-
-
 def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Array:
     """num/den where ``ok``, else ``fallback`` — without NaNs in either branch (or its gradient)."""
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), fallback)
@@ -157,7 +144,7 @@ def solve(
             )
         eta = lr
     lr = 1.0 if eta is None else eta
-    a0, b0, sigma2, S, t, lr = _promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=lr)
+    a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=lr)
     if a0.ndim != 1:
         raise ValueError(f"a0 must have shape (d,), got {a0.shape}")
     d = a0.shape[0]
@@ -196,7 +183,7 @@ def linear_comparison(
     Returns:
       θ(t), shape ``T + (d,)``.
     """
-    sigma2, S, theta0 = _promote(sigma2=sigma2, S=S, theta0=theta0)
+    sigma2, S, theta0 = _checks.promote(sigma2=sigma2, S=S, theta0=theta0)
     if sigma2.ndim != 1:
         raise ValueError(f"sigma2 must have shape (d,), got {sigma2.shape}")
     S = jnp.broadcast_to(S, sigma2.shape)
@@ -224,7 +211,7 @@ def emergent_time(
     Returns:
       τ^(e), broadcast shape of the inputs.
     """
-    eps, u0, S, sigma2, lr = _promote(eps=eps, u0=u0, S=S, sigma2=sigma2, lr=lr)
+    eps, u0, S, sigma2, lr = _checks.promote(eps=eps, u0=u0, S=S, sigma2=sigma2, lr=lr)
     _check_open_unit(eps, "eps")
     _check_open_unit(u0 / S, "u0 / S")
     _checks.check_positive(sigma2, "sigma2")
@@ -251,7 +238,7 @@ def saturation_time(
     Returns:
       τ^(s), broadcast shape of the inputs.
     """
-    eps, S, sigma2, lr = _promote(eps=eps, S=S, sigma2=sigma2, lr=lr)
+    eps, S, sigma2, lr = _checks.promote(eps=eps, S=S, sigma2=sigma2, lr=lr)
     _check_open_unit(2.0 * eps, "2 * eps")
     _checks.check_positive(jnp.abs(S), "|S|")
     _checks.check_positive(sigma2, "sigma2")
@@ -273,7 +260,7 @@ def stage_like(eps: jax.Array, sigma2: jax.Array, u0: jax.Array, S: jax.Array) -
     Returns:
       Boolean array, shape ``(d − 1,)``: mode i finishes saturating before mode i+1 emerges.
     """
-    eps, sigma2, u0, S = _promote(eps=eps, sigma2=sigma2, u0=u0, S=S)
+    eps, sigma2, u0, S = _checks.promote(eps=eps, sigma2=sigma2, u0=u0, S=S)
     _check_decreasing(sigma2)
     tau_e = emergent_time(eps, u0, S, sigma2)
     return saturation_time(eps, S, sigma2[:-1]) < tau_e[1:] - tau_e[:-1]
@@ -296,7 +283,7 @@ def stage_like_threshold(sigma2: jax.Array, u0: jax.Array, S: jax.Array) -> jax.
     Returns:
       ε* for each consecutive pair, shape ``(d − 1,)``.
     """
-    sigma2, u0, S = _promote(sigma2=sigma2, u0=u0, S=S)
+    sigma2, u0, S = _checks.promote(sigma2=sigma2, u0=u0, S=S)
     _check_decreasing(sigma2)
     _check_open_unit(u0 / S, "u0 / S")
     r = (sigma2[:-1] - sigma2[1:]) / (sigma2[:-1] + sigma2[1:])

@@ -240,7 +240,7 @@ def solve(
     t = _checks.as_float(t, "t")
     _checks.check_finite(t, "t")
     _checks.check_positive(t, "t", strict=False)
-    sigma_yx, w1_0, w2_0, t, lr = _diagonal._promote(
+    sigma_yx, w1_0, w2_0, t, lr = _checks.promote(
         sigma_yx=sigma_yx, w1_0=w1_0, w2_0=w2_0, t=t, lr=lr
     )
     u, rho, v = _svd(sigma_yx)
