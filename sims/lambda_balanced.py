@@ -48,6 +48,7 @@ reaches κ ≈ 1e11, where Cholesky alone would be off by 1e-5).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -292,30 +293,15 @@ def _at_times(f, Wm, L0, t):
             rhs = rhs - r_cols[j][k] * tri[k]
         tri.append(rhs / r_cols[j][j])
         z.append(jnp.where(grow, r * omega[j][h:], tri[j]))
-    return jnp.stack(z, axis=1)
+    return z
 
 
-def _at_times_cholesky(f, L0, t):
-    """Z(t) (n, h, N) by a Cholesky factorisation of the graded bracket, and its reliability.
-
-    The fast path (module docstring, "Fast path"): with Ŷ_ij = e^{ℓ_i − m_j} L0_ij (i ≥ j, entries
-    ≤ 1) the bracket scaled by e^{−m} on both sides is M̂ = diag(e^{−2m}) + ŶᵀŶ = R̂ᵀR̂ (h × h,
-    no overflow at any t), and Z = K R̂⁻¹ with K_ij = e^{f_it − m_j} L0_ij evaluated without
-    cancellation (growing rows as (t h_i)^{−1/2} Ŷ_ij, the others as e^{f_it} e^{−m_j} L0_ij).
-    Cholesky is accurate to ≈ ε·κ(Ŝ) for Ŝ = M̂ scaled to a unit diagonal (Demmel 1989), and
-    κ(Ŝ) ≤ tr Ŝ · tr Ŝ⁻¹ = h·Σ_jk M̂_jj (R̂⁻¹)²_jk is returned per time (N,) so that the caller
-    can fall back to the Householder path where it is large (an init almost missing a fast mode
-    makes two columns of Ŷ nearly parallel).
-    """
-    n, h = L0.shape
-    hh, t_safe, inv_scale, lower = _graded(f, L0, t)
-    zeros = jnp.zeros_like(t)
-    # M̂ and its Cholesky factor R̂ (upper), entry by entry over the time vectors.
-    M = [[None] * h for _ in range(h)]
-    for j in range(h):
-        for k in range(j, h):
-            acc = jnp.sum(lower[j][k:n] * lower[k][k:n], axis=0)
-            M[j][k] = acc + inv_scale[j] ** 2 if j == k else acc
+def _cholesky(M, zeros):
+    """Upper Cholesky factor R of the h × h matrices M (nested lists of (N,) time vectors, upper
+    triangle read) and the bound κ(Ŝ) ≤ tr Ŝ · tr Ŝ⁻¹ = h·Σ_jk M_jj (R⁻¹)²_jk (N,) on the condition
+    number of M scaled to a unit diagonal, which sets Cholesky's accuracy ≈ ε·κ(Ŝ) (Demmel 1989).
+    κ(Ŝ) is invariant to a diagonal scaling of M, so scaled and unscaled brackets share it."""
+    h = len(M)
     R = [[zeros] * h for _ in range(h)]
     for j in range(h):
         d = M[j][j] - sum(R[k][j] ** 2 for k in range(j))
@@ -323,24 +309,98 @@ def _at_times_cholesky(f, L0, t):
         inv = 1.0 / R[j][j]
         for k in range(j + 1, h):
             R[j][k] = (M[j][k] - sum(R[i][j] * R[i][k] for i in range(j))) * inv
-    # κ(Ŝ) ≤ h Σ_jk M̂_jj (R̂⁻¹)²_jk, with R̂⁻¹ by back substitution.
+    # R⁻¹ by back substitution; (√M_jj R⁻¹_jk)² rather than M_jj (R⁻¹_jk)², which underflows
+    # first when M_jj ≈ e^{700}.
     Rinv = [[zeros] * h for _ in range(h)]
     for k in range(h):
         Rinv[k][k] = 1.0 / R[k][k]
         for j in reversed(range(k)):
             Rinv[j][k] = -sum(R[j][i] * Rinv[i][k] for i in range(j + 1, k + 1)) / R[j][j]
-    kappa = h * sum(M[j][j] * Rinv[j][k] ** 2 for j in range(h) for k in range(j, h))
-    # Z = K R̂⁻¹ row by row (forward substitution along the hidden index).
+    kappa = h * sum((jnp.sqrt(M[j][j]) * Rinv[j][k]) ** 2 for j in range(h) for k in range(j, h))
+    return R, kappa
+
+
+def _forward(K, R):
+    """Z = K R⁻¹ for the columns K[j] (n, N) by forward substitution along the hidden index."""
+    z = []
+    for j, col in enumerate(K):
+        for k in range(j):
+            col = col - z[k] * R[k][j]
+        z.append(col / R[j][j])
+    return z
+
+
+def _at_times_cholesky(f, L0, t):
+    """Z(t) (h columns (n, N)) by a Cholesky factorisation of the graded bracket, and κ(Ŝ) (N,).
+
+    The fast path (module docstring, "Fast path"): with Ŷ_ij = e^{ℓ_i − m_j} L0_ij (i ≥ j, entries
+    ≤ 1) the bracket scaled by e^{−m} on both sides is M̂ = diag(e^{−2m}) + ŶᵀŶ = R̂ᵀR̂ (h × h,
+    no overflow at any t), and Z = K R̂⁻¹ with K_ij = e^{f_it − m_j} L0_ij evaluated without
+    cancellation (growing rows as (t h_i)^{−1/2} Ŷ_ij, the others as e^{f_it} e^{−m_j} L0_ij).
+    κ(Ŝ) (:func:`_cholesky`) is returned per time so that the caller can fall back to the
+    Householder path where it is large (an init almost missing a fast mode makes two columns of
+    Ŷ nearly parallel).
+    """
+    n, h = L0.shape
+    hh, t_safe, inv_scale, lower = _graded(f, L0, t)
+    M = [[None] * h for _ in range(h)]
+    for j in range(h):
+        for k in range(j, h):
+            acc = jnp.sum(lower[j][k:n] * lower[k][k:n], axis=0)
+            M[j][k] = acc + inv_scale[j] ** 2 if j == k else acc
+    R, kappa = _cholesky(M, jnp.zeros_like(t))
     grow = f[:, None] * t[None, :] > 0.5
     r = jax.lax.rsqrt(jnp.where(grow, t_safe * hh, 1.0))
     damp = jnp.exp(jnp.minimum(f[:, None] * t[None, :], 0.5))
-    z = []
-    for j in range(h):
-        acc = jnp.where(grow, r * lower[j][:n], damp * L0[:, j : j + 1] * inv_scale[j])  # K
-        for k in range(j):
-            acc = acc - z[k] * R[k][j]
-        z.append(acc / R[j][j])
-    return jnp.stack(z, axis=1), kappa
+    K = [
+        jnp.where(grow, r * lower[j][:n], damp * L0[:, j : j + 1] * inv_scale[j]) for j in range(h)
+    ]
+    return _forward(K, R), kappa
+
+
+# expm1(x)/x = Σ_k x^k/(k + 1)!: 17 terms reach ε = 2⁻⁵² for |x| < 0.7 (the next is 4e-19).
+_EXPM1_SERIES = tuple(1.0 / math.factorial(k + 1) for k in range(17))
+
+
+def _expm1_over_x(x, e):
+    """(e^x − 1)/x for any x given e = e^x: the series for |x| < 0.7, (e − 1)/x otherwise (there
+    e ≥ 2 or e ≤ ½, so the subtraction loses at most one bit). Only mul/add and one division:
+    XLA:CPU vectorises it, unlike a fused ``expm1`` (3× slower per element here)."""
+    small = jnp.abs(x) < 0.7
+    p = _EXPM1_SERIES[-1]
+    for coef in reversed(_EXPM1_SERIES[:-1]):
+        p = p * x + coef
+    return jnp.where(small, p, (e - 1.0) / jnp.where(small, 1.0, x))
+
+
+def _direct_horizon(dtype) -> float:
+    """Largest f⁺·t for the direct path: e^{2f⁺t} stays below the dtype's maximum by e^{40}
+    (float64: 314, float32: 24)."""
+    return 0.5 * float(np.log(np.finfo(dtype).max)) - 40.0
+
+
+def _at_times_direct(f, L0, t):
+    """Z(t) (h columns (n, N)) and κ(Ŝ) (N,) from the unscaled bracket, for moderate times.
+
+    M = I + L0ᵀ G L0 with g_i = (e^{2f_it} − 1)/2f_i (→ t as f_i → 0), and Z = E L0 R⁻¹ with E = diag(e^{ft}). This is the graded Cholesky path without its
+    column scaling e^{−m}: Cholesky and κ(Ŝ) are invariant to that diagonal scaling, which only
+    guards against overflow, so while f⁺t ≤ :func:`_direct_horizon` the two agree to rounding and
+    this one needs one exponential per mode and time instead of about six transcendentals.
+    """
+    n, h = L0.shape
+    ft = f[:, None] * t[None, :]  # (n, N)
+    # The barrier keeps XLA from rewriting E·E below into a second exponential.
+    E = jax.lax.optimization_barrier(jnp.exp(ft))
+    g = t * _expm1_over_x(2.0 * ft, E * E)  # (e^{2ft} − 1)/2f, = t at f = 0
+    # M_jk = δ_jk + Σ_i L0_ij L0_ik g_i for the h(h + 1)/2 pairs j ≤ k: one small matmul.
+    pairs = [(j, k) for j in range(h) for k in range(j, h)]
+    P = jnp.stack([L0[:, j] * L0[:, k] for j, k in pairs])  # (p, n)
+    Mp = jnp.dot(P, g, precision=jax.lax.Precision.HIGHEST)  # (p, N)
+    M = [[None] * h for _ in range(h)]
+    for row, (j, k) in enumerate(pairs):
+        M[j][k] = Mp[row] + 1.0 if j == k else Mp[row]
+    R, kappa = _cholesky(M, jnp.zeros_like(t))
+    return _forward([E * L0[:, j : j + 1] for j in range(h)], R), kappa
 
 
 def _eigenbasis(W1, W2, sig):
@@ -378,32 +438,57 @@ def _solve(W1, W2, sig, t):
 
 
 def _solve_path(W1, W2, sig, t, path: str):
-    """(Solution, fast): ``path`` (static) is ``"auto"`` (the Cholesky path unless some time's
-    scaled bracket is too ill-conditioned for ≈ ε^{2/3} accuracy, then Householder: one
-    ``lax.cond`` per trajectory, which runs one branch only outside ``vmap``), ``"cholesky"`` or
-    ``"householder"``; ``fast`` says whether the Cholesky path was accurate enough."""
+    """(Solution, fast) on the evaluation ``path`` (static):
+
+    * ``"direct"``: :func:`_at_times_direct` (moderate times, well-conditioned bracket);
+    * ``"cholesky"``: :func:`_at_times_cholesky` (any time, well-conditioned bracket);
+    * ``"householder"``: :func:`_at_times` (always accurate, about 3× the cost);
+    * ``"auto"``: the first of these whose accuracy check passes for every time of the
+      trajectory (direct: f⁺·t ≤ :func:`_direct_horizon` and κ(Ŝ) ≤ :func:`_kappa_max`;
+      Cholesky: κ(Ŝ) ≤ :func:`_kappa_max`), chosen by ``lax.cond`` per trajectory, which runs one
+      branch only outside ``vmap``.
+
+    ``fast`` says whether the path's accuracy check passed (always False for Householder).
+    """
     h, d = W1.shape
     c = W2.shape[0]
     dtype = W1.dtype
     f, V, lam, Wm, L0 = _eigenbasis(W1, W2, sig)
     ts = t.reshape(-1)
-    if path == "householder":
-        Z, fast = _at_times(f, Wm, L0, ts), jnp.asarray(False)
+    kmax = _kappa_max(dtype)
+
+    def direct():
+        Z, kappa = _at_times_direct(f, L0, ts)
+        # One reduction for both checks (each costs ~5 µs of a 60 µs solve here).
+        return Z, jnp.all((kappa <= kmax) & (f[0] * ts <= _direct_horizon(dtype)))  # NaN: False
+
+    def cholesky():
+        Z, kappa = _at_times_cholesky(f, L0, ts)
+        return Z, jnp.all(kappa <= kmax)
+
+    def householder():
+        return _at_times(f, Wm, L0, ts), jnp.asarray(False)
+
+    if path == "auto":
+
+        def fallback(_):
+            Zc, ok = cholesky()
+            return jax.lax.cond(ok, lambda z: (z, ok), lambda z: householder(), Zc)
+
+        # Each branch takes Z as an operand, so that passing it through is not a copy.
+        Zd, ok = direct()
+        Z, fast = jax.lax.cond(ok, lambda z: (z, ok), fallback, Zd)
     else:
-        Zc, kappa = _at_times_cholesky(f, L0, ts)
-        fast = jnp.all(kappa <= _kappa_max(dtype))  # False on NaN
-        if path == "auto":
-            Z = jax.lax.cond(fast, lambda: Zc, lambda: _at_times(f, Wm, L0, ts))  # (n, h, N)
-        else:
-            Z = Zc
-    Q = jnp.einsum("ij,jkt->ikt", V, Z, precision=jax.lax.Precision.HIGHEST)
-    Qin, Qout = Q[:d], Q[d:]
+        Z, fast = {"direct": direct, "cholesky": cholesky, "householder": householder}[path]()
+    # Q's hidden columns k: V z_k (n, N), one small GEMM each (a stacked (n, h, N) Z made XLA
+    # emit one unvectorised loop over the concatenation, ~40 % of the solve).
+    Qk = [jnp.dot(V, z, precision=jax.lax.Precision.HIGHEST) for z in Z]
 
-    def gram(A, B):  # A Bᵀ at every time as a broadcast sum over the hidden axis, time-minor
-        return jnp.moveaxis(jnp.sum(A[:, None] * B[None, :], axis=2), -1, 0)
+    def gram(lo, hi, lo2, hi2):  # A Bᵀ at every time, summed over the hidden columns, time-minor
+        return jnp.moveaxis(sum(q[lo:hi, None] * q[None, lo2:hi2] for q in Qk), -1, 0)
 
-    w1tw1, w2w2t, network = gram(Qin, Qin), gram(Qout, Qout), gram(Qout, Qin)
-    Q = jnp.moveaxis(Q, -1, 0)
+    w1tw1, w2w2t, network = gram(0, d, 0, d), gram(d, d + c, d, d + c), gram(d, d + c, 0, d)
+    Q = jnp.moveaxis(jnp.stack(Qk, axis=1), -1, 0)
     dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
     shape = t.shape
     sol = Solution(
@@ -423,16 +508,46 @@ def _solve_one_at_a_time(W1, W2, sig, t):
     return _solve(W1, W2, sig, t)
 
 
+# Trajectories per batched chunk under vmap: the direct path's (chunk, n, N) work arrays then stay
+# in cache (64 × 7 × 1000 doubles = 3.6 MB) and memory stays bounded for any batch.
+_VMAP_CHUNK = 64
+
+
 @_solve_one_at_a_time.def_vmap
 def _solve_vmap(axis_size, in_batched, W1, W2, sig, t):
-    """vmap over trajectories evaluates them one after another (``lax.map``): each trajectory's
-    (d + c + h) × h × T work arrays then stay in cache; batched, they stream through memory once
-    per elementwise pass and run ~5× slower per trajectory on CPU."""
+    """vmap over trajectories: chunks of up to :data:`_VMAP_CHUNK` trajectories on the direct
+    path as one batched computation (~2× faster per trajectory than one at a time); a chunk in
+    which some trajectory fails the direct path's check is redone one trajectory after another
+    (``lax.map`` of the per-trajectory choice, so each takes only its own path)."""
     args = [
         x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
         for x, b in zip((W1, W2, sig, t), in_batched, strict=True)
     ]
-    out = jax.lax.map(lambda a: _solve_one_at_a_time(*a), tuple(args))
+    n_chunks = -(-axis_size // _VMAP_CHUNK)
+    size = -(-axis_size // n_chunks)
+    pad = n_chunks * size - axis_size
+    # Padding repeats the first trajectory (a valid input), and is dropped below.
+    chunks = [
+        jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,) + x.shape[1:])]).reshape(
+            (n_chunks, size) + x.shape[1:]
+        )
+        for x in args
+    ]
+
+    def chunk(a):
+        sol, ok = jax.vmap(lambda *x: _solve_path(*x, "direct"))(*a)
+
+        def one_by_one(sol):
+            def each(item):
+                ok_i, sol_i, args_i = item
+                return jax.lax.cond(ok_i, lambda s: s, lambda s: _solve(*args_i), sol_i)
+
+            return jax.lax.map(each, (ok, sol, tuple(a)))
+
+        return jax.lax.cond(jnp.all(ok), lambda s: s, one_by_one, sol)
+
+    out = jax.lax.map(chunk, tuple(chunks))
+    out = jax.tree.map(lambda x: x.reshape((n_chunks * size,) + x.shape[2:])[:axis_size], out)
     return out, jax.tree.map(lambda _: True, out)
 
 
@@ -627,16 +742,17 @@ def phase_diagram(
 
         return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
 
-    # The whole grid on the Cholesky path, redone on the Householder path only if some cell needs
-    # it (a per-cell lax.cond would run both paths for every cell under vmap).
-    dist, loss, fast = grid("cholesky")
-    if _checks.is_concrete(fast):  # called eagerly: decide here (a cond would retrace each call)
-        if not bool(jnp.all(fast)):
-            dist, loss = grid("householder")[:2]
-    else:
-        dist, loss = jax.lax.cond(
-            jnp.all(fast), lambda: (dist, loss), lambda: grid("householder")[:2]
-        )
+    # The whole grid on one path, redone on the next only if some cell fails its accuracy check
+    # (a per-cell lax.cond would run every path for every cell under vmap).
+    def chain(paths):
+        dist, loss, fast = grid(paths[0])
+        if len(paths) == 1:
+            return dist, loss
+        if _checks.is_concrete(fast):  # called eagerly: decide here (a cond would retrace)
+            return (dist, loss) if bool(jnp.all(fast)) else chain(paths[1:])
+        return jax.lax.cond(jnp.all(fast), lambda: (dist, loss), lambda: chain(paths[1:]))
+
+    dist, loss = chain(("direct", "cholesky", "householder"))
     return PhaseDiagram(lams=lams, scales=scales, kernel_distance=dist, loss=loss)
 
 

@@ -234,7 +234,7 @@ def _both_paths(W1, W2, sig, t):
     f, _, _, Wm, L0 = lambda_balanced._eigenbasis(W1, W2, sig)
     Zq = lambda_balanced._at_times(f, Wm, L0, t)
     Zc, kappa = lambda_balanced._at_times_cholesky(f, L0, t)
-    X = lambda Z: jnp.einsum("iht,jht->tij", Z, Z)
+    X = lambda Z: jnp.einsum("iht,jht->tij", jnp.stack(Z, axis=1), jnp.stack(Z, axis=1))
     return X(Zc), X(Zq), kappa
 
 
