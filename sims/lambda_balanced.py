@@ -37,13 +37,20 @@ F's eigenbasis (F = V diag(f) Vᵀ, f sorted descending, Q̃ = VᵀQ₀, g_i = (
 The columns of Z give Q(t) = V Z up to a rotation of the hidden space (the raw weights are defined
 only up to that rotation; X is exact).
 
-**Fast path.** X is also invariant to dropping the rotation W from the bracket: HᵀH = I + L₀ᵀGL₀.
+**Fast paths.** X is also invariant to dropping the rotation W from the bracket: HᵀH = I + L₀ᵀGL₀.
 Scaled by e^{−m} on both sides it is M̂ = diag(e^{−2m}) + ŶᵀŶ with the graded Ŷ of step 2, and
 Z = K R̂⁻¹ from its Cholesky factor R̂ costs a third of the Householder path. Cholesky is accurate
 to ≈ ε·κ(Ŝ), Ŝ the unit-diagonal scaling of M̂ (Demmel 1989), and κ(Ŝ) ≤ h·tr Ŝ⁻¹ is computed at
-every time: a trajectory uses the fast path when κ(Ŝ) ≤ ε^{−1/3} at all its times (generic
-inits: κ ≈ 10) and the Householder path otherwise (an init with a 1e-12 trace of the fastest mode
-reaches κ ≈ 1e11, where Cholesky alone would be off by 1e-5).
+every time. Both the factorisation's accuracy and κ(Ŝ) are invariant to the diagonal scaling
+e^{−m}, which only guards against overflow: while e^{2f⁺t} stays representable (f⁺t ≤ 314 in
+float64) the unscaled M = I + L₀ᵀGL₀ and Z = E L₀ R⁻¹ give the same X with one exponential per
+mode and time instead of about six transcendentals (the *direct* path). A trajectory takes the
+first path whose check passes at all its times — direct (horizon and κ(Ŝ) ≤ ε^{−1/3}), then the
+graded Cholesky (κ(Ŝ) ≤ ε^{−1/3}), then Householder — so generic inits (κ ≈ 10) at moderate times
+run the direct path, later times the graded one, and an init with a 1e-12 trace of the fastest
+mode (κ ≈ 1e11, where Cholesky alone would be off by 1e-5) the Householder path. Under ``vmap``
+chunks of 64 trajectories run the direct path as one batched computation, and a chunk with a
+trajectory that fails its check is redone trajectory by trajectory.
 """
 
 from __future__ import annotations
@@ -257,7 +264,7 @@ def _graded(f, L0, t):
 
 
 def _at_times(f, Wm, L0, t):
-    """Z(t) (n, h, N) in F's eigenbasis with X̃(t) = Z Zᵀ, for times t (N,) (module docstring 1–3).
+    """Z(t) (h columns (n, N)) in F's eigenbasis with X̃(t) = Z Zᵀ, for times t (N,) (module docstring 1–3).
 
     Times run along the last axis and every step is elementwise over them (no per-time LAPACK
     call): the graded H = [W; g^{1/2} L0] diag(e^{−m}) is factorised by :func:`_householder`.
@@ -403,10 +410,10 @@ def _at_times_direct(f, L0, t):
     return _forward([E * L0[:, j : j + 1] for j in range(h)], R), kappa
 
 
-def _eigenbasis(W1, W2, sig):
-    """F's spectrum f (n,) descending, eigenvectors V (n, n), λ, and the graded init: the rotation
-    Wm (h, h) and L0 = VᵀQ₀Wm (n, h) lower-trapezoidal (module docstring, step 2)."""
-    h, d = W1.shape
+def _eigenbasis(W1, W2, sig, rotation: bool = True):
+    """F's spectrum f (n,) descending, eigenvectors V (n, n), λ, and the graded init of
+    :func:`_graded_init` (Wm is None with ``rotation=False``)."""
+    d = W1.shape[1]
     c = W2.shape[0]
     lam, _ = imbalance(W1, W2)
     dtype = W1.dtype
@@ -418,13 +425,20 @@ def _eigenbasis(W1, W2, sig):
     )
     f, V = jnp.linalg.eigh(F)
     f, V = f[::-1], V[:, ::-1]  # descending: the grading of step 2
+    return (f, V, lam) + _graded_init(V, W1, W2, rotation)
+
+
+def _graded_init(V, W1, W2, rotation: bool):
+    """The rotation Wm (h, h) and L0 = VᵀQ₀Wm (n, h) lower-trapezoidal (module docstring, step 2);
+    Wm is None, and not computed, with ``rotation=False`` (only the Householder path needs it)."""
+    h = W1.shape[0]
     Qt = V.T @ jnp.concatenate([W1.T, W2], axis=0)  # (n, h)
     # Q̃ᵀ = W R_b (W ∈ O(h)), so L0 = Q̃W = R_bᵀ is lower-trapezoidal.
-    w_cols, rb_cols = _householder([Qt[i] for i in range(Qt.shape[0])], complete=True)
-    Wm = jnp.stack(w_cols, axis=1)  # (h, h)
+    w_cols, rb_cols = _householder([Qt[i] for i in range(Qt.shape[0])], complete=rotation or None)
+    Wm = jnp.stack(w_cols, axis=1) if rotation else None  # (h, h)
     # (n, h); zero columns beyond n when the hidden layer is wider than d + c.
     L0 = jnp.stack([jnp.pad(col, (0, h - col.shape[0])) for col in rb_cols], axis=0)
-    return f, V, lam, Wm, L0
+    return Wm, L0
 
 
 def _kappa_max(dtype) -> float:
@@ -453,7 +467,7 @@ def _solve_path(W1, W2, sig, t, path: str):
     h, d = W1.shape
     c = W2.shape[0]
     dtype = W1.dtype
-    f, V, lam, Wm, L0 = _eigenbasis(W1, W2, sig)
+    f, V, lam, _, L0 = _eigenbasis(W1, W2, sig, rotation=False)
     ts = t.reshape(-1)
     kmax = _kappa_max(dtype)
 
@@ -466,7 +480,8 @@ def _solve_path(W1, W2, sig, t, path: str):
         Z, kappa = _at_times_cholesky(f, L0, ts)
         return Z, jnp.all(kappa <= kmax)
 
-    def householder():
+    def householder():  # the rotation is built here: the fast paths do not need it
+        Wm = _graded_init(V, W1, W2, rotation=True)[0]
         return _at_times(f, Wm, L0, ts), jnp.asarray(False)
 
     if path == "auto":

@@ -279,3 +279,62 @@ def test_phase_diagram_same_under_jit_and_on_both_paths():
             W1, W2 = lambda_balanced._balanced_init(jax.random.key(7), 4, 2, 3, s, lam)
             ref, _ = lambda_balanced._solve_path(W1, W2, sig, jnp.asarray(8.0), "householder")
             np.testing.assert_allclose(eager.kernel_distance[i, j], ref.kernel_distance, atol=1e-13)
+
+
+def test_expm1_over_x_series_and_direct_branches():
+    """(e^x − 1)/x from the 17-term series (|x| < 0.7) and from e = e^x (elsewhere) against
+    NumPy's expm1, both signs, across the switch and at x = 0 (value 1)."""
+    x = np.concatenate([[0.0, 0.7, -0.7], np.logspace(-12, 2, 300), -np.logspace(-12, 2, 300)])
+    x = np.concatenate([x, np.nextafter(0.7, 0.0) * np.array([1.0, -1.0])])
+    got = np.asarray(lambda_balanced._expm1_over_x(jnp.asarray(x), jnp.exp(jnp.asarray(x))))
+    want = np.where(x == 0, 1.0, np.expm1(x) / np.where(x == 0, 1.0, x))
+    assert np.max(np.abs(got / want - 1)) < 8 * np.finfo(float).eps
+
+
+def test_direct_path_agrees_and_hands_over():
+    """The direct path (unscaled bracket) equals the Householder path on generic inits at moderate
+    times; it declines past its horizon (t = 1e4) and on an init almost missing the top mode, where
+    solve() still matches the 40-digit formula."""
+    sig = jax.random.normal(jax.random.key(8), (3, 4))
+    t = jnp.concatenate([jnp.zeros(1), jnp.logspace(-8, 2, 60)])
+    keys = jax.random.split(jax.random.key(9), 5)
+    for i, lam in enumerate(np.linspace(-2.0, 2.0, 5)):
+        W1, W2 = balanced_init(keys[i], 4, 3, 3, 0.1, lam)
+        direct, ok = lambda_balanced._solve_path(W1, W2, sig, t, "direct")
+        ref, _ = lambda_balanced._solve_path(W1, W2, sig, t, "householder")
+        assert bool(ok)
+        for a, b in zip(direct[:3], ref[:3], strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-13 * (1 + float(jnp.max(jnp.abs(b)))))
+        _, ok_late = lambda_balanced._solve_path(W1, W2, sig, jnp.array([1.0, 1e4]), "direct")
+        assert not bool(ok_late)
+    W1s, W2s, _ = _aligned(np.array([2.0, 1.0]), np.array([1e-3, 1e-2]), 0.0)
+    S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    W1a = jnp.concatenate([jnp.full((2, 1), 1e-12), W1s], axis=1)  # a 1e-12 trace of the top mode
+    W2a = jnp.concatenate([jnp.full((1, 2), 1e-12), W2s], axis=0)
+    dense = jnp.linspace(0.0, 60.0, 61)
+    assert not bool(lambda_balanced._solve_path(W1a, W2a, S, dense, "direct")[1])
+    ts = jnp.array([0.0, 20.0, 40.0, 60.0])  # κ(Ŝ) is small at these four: direct, still exact
+    sol = jax.jit(lambda a, b: solve(a, b, S, ts))(W1a, W2a)
+    for i, t_i in enumerate(ts):
+        _blocks_close(sol, i, _naive_mp(W1a, W2a, S, float(t_i)), 3, atol=1e-10)
+
+
+def test_vmap_chunks_fall_back_per_trajectory():
+    """vmap runs chunks of up to 64 on the direct path; a chunk holding one trajectory that fails
+    its check (an init almost missing the top mode) is redone trajectory by trajectory. 70
+    trajectories (two chunks of 35) equal their one-at-a-time Householder values."""
+    W1s, W2s, _ = _aligned(np.array([2.0, 1.0]), np.array([1e-3, 1e-2]), 0.0)
+    S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    W1a = jnp.concatenate([jnp.full((2, 1), 1e-12), W1s], axis=1)  # a 1e-12 trace of the top mode
+    W2a = jnp.concatenate([jnp.full((1, 2), 1e-12), W2s], axis=0)
+    keys = jax.random.split(jax.random.key(10), 70)
+    W1, W2 = jax.vmap(lambda k, la: balanced_init(k, 3, 2, 3, 0.1, la))(
+        keys, jnp.linspace(-1.0, 1.0, 70)
+    )
+    W1, W2 = W1.at[50].set(W1a), W2.at[50].set(W2a)
+    t = jnp.linspace(0.0, 30.0, 50)
+    assert not bool(lambda_balanced._solve_path(W1a, W2a, S, t, "direct")[1])
+    batched = jax.jit(jax.vmap(lambda a, b: solve(a, b, S, t).network))(W1, W2)
+    for i in (0, 34, 35, 50, 69):
+        ref, _ = lambda_balanced._solve_path(W1[i], W2[i], S, t, "householder")
+        np.testing.assert_allclose(batched[i], ref.network, atol=1e-12)
