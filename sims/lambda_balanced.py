@@ -303,16 +303,17 @@ def _at_times(f, Wm, L0, t):
     return z
 
 
-def _cholesky(M, zeros):
+def _cholesky(M, zeros, floor: float = 0.0):
     """Upper Cholesky factor R of the h × h matrices M (nested lists of (N,) time vectors, upper
     triangle read) and the bound κ(Ŝ) ≤ tr Ŝ · tr Ŝ⁻¹ = h·Σ_jk M_jj (R⁻¹)²_jk (N,) on the condition
     number of M scaled to a unit diagonal, which sets Cholesky's accuracy ≈ ε·κ(Ŝ) (Demmel 1989).
-    κ(Ŝ) is invariant to a diagonal scaling of M, so scaled and unscaled brackets share it."""
+    κ(Ŝ) is invariant to a diagonal scaling of M, so scaled and unscaled brackets share it.
+    Pivots are clamped at ``floor``, which keeps R finite where rounding makes them ≤ 0."""
     h = len(M)
     R = [[zeros] * h for _ in range(h)]
     for j in range(h):
         d = M[j][j] - sum(R[k][j] ** 2 for k in range(j))
-        R[j][j] = jnp.sqrt(jnp.maximum(d, 0.0))
+        R[j][j] = jnp.sqrt(jnp.maximum(d, floor))
         inv = 1.0 / R[j][j]
         for k in range(j + 1, h):
             R[j][k] = (M[j][k] - sum(R[i][j] * R[i][k] for i in range(j))) * inv
@@ -395,7 +396,10 @@ def _at_times_direct(f, L0, t):
     this one needs one exponential per mode and time instead of about six transcendentals.
     """
     n, h = L0.shape
-    ft = f[:, None] * t[None, :]  # (n, N)
+    # f·t is capped at the horizon, past which the caller does not use this path: every value
+    # and derivative then stays finite, so selecting the other path's result with jnp.where
+    # also differentiates (a NaN here would leak into gradients through the where).
+    ft = jnp.minimum(f[:, None] * t[None, :], _direct_horizon(L0.dtype))  # (n, N)
     # The barrier keeps XLA from rewriting E·E below into a second exponential.
     E = jax.lax.optimization_barrier(jnp.exp(ft))
     g = t * _expm1_over_x(2.0 * ft, E * E)  # (e^{2ft} − 1)/2f, = t at f = 0
@@ -406,7 +410,9 @@ def _at_times_direct(f, L0, t):
     M = [[None] * h for _ in range(h)]
     for row, (j, k) in enumerate(pairs):
         M[j][k] = Mp[row] + 1.0 if j == k else Mp[row]
-    R, kappa = _cholesky(M, jnp.zeros_like(t))
+    # M ⪰ I, so every pivot (a Schur complement of M) is ≥ 1 in exact arithmetic: the floor ½
+    # changes no accepted result and keeps rejected ones finite.
+    R, kappa = _cholesky(M, jnp.zeros_like(t), floor=0.5)
     return _forward([E * L0[:, j : j + 1] for j in range(h)], R), kappa
 
 
@@ -474,7 +480,8 @@ def _solve_path(W1, W2, sig, t, path: str):
     def direct():
         Z, kappa = _at_times_direct(f, L0, ts)
         # One reduction for both checks (each costs ~5 µs of a 60 µs solve here).
-        return Z, jnp.all((kappa <= kmax) & (f[0] * ts <= _direct_horizon(dtype)))  # NaN: False
+        worst = jnp.max(jnp.where(f[0] * ts <= _direct_horizon(dtype), kappa, jnp.inf))
+        return Z, worst <= kmax  # NaN: False
 
     def cholesky():
         Z, kappa = _at_times_cholesky(f, L0, ts)
@@ -484,37 +491,44 @@ def _solve_path(W1, W2, sig, t, path: str):
         Wm = _graded_init(V, W1, W2, rotation=True)[0]
         return _at_times(f, Wm, L0, ts), jnp.asarray(False)
 
+    def assemble(Z):
+        # Q's hidden columns k: V z_k (n, N), one small GEMM each (a stacked (n, h, N) Z made
+        # XLA emit one unvectorised loop over the concatenation, ~40 % of the solve).
+        Qk = [jnp.dot(V, z, precision=jax.lax.Precision.HIGHEST) for z in Z]
+
+        def gram(lo, hi, lo2, hi2):  # A Bᵀ at every time, summed over hidden columns, time-minor
+            return jnp.moveaxis(sum(q[lo:hi, None] * q[None, lo2:hi2] for q in Qk), -1, 0)
+
+        w1tw1, w2w2t, network = gram(0, d, 0, d), gram(d, d + c, d, d + c), gram(d, d + c, 0, d)
+        Q = jnp.moveaxis(jnp.stack(Qk, axis=1), -1, 0)
+        dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
+        shape = t.shape
+        return Solution(
+            network=network.reshape(shape + (c, d)),
+            w1tw1=w1tw1.reshape(shape + (d, d)),
+            w2w2t=w2w2t.reshape(shape + (c, c)),
+            q=Q.reshape(shape + (d + c, h)),
+            lam=lam,
+            kernel_distance=dist.reshape(shape),
+            t=t,
+        )
+
     if path == "auto":
+        # The direct result is assembled unconditionally and the fallback's under a lax.cond
+        # (zeros when not needed), then selected: the results need not wait for the check,
+        # which a cond around the direct path made them do (~8 µs of an 80 µs solve).
+        Zd, fast = direct()
+        sol = assemble(Zd)
 
-        def fallback(_):
+        def fallback():
             Zc, ok = cholesky()
-            return jax.lax.cond(ok, lambda z: (z, ok), lambda z: householder(), Zc)
+            return assemble(jax.lax.cond(ok, lambda z: z, lambda z: householder()[0], Zc))
 
-        # Each branch takes Z as an operand, so that passing it through is not a copy.
-        Zd, ok = direct()
-        Z, fast = jax.lax.cond(ok, lambda z: (z, ok), fallback, Zd)
+        other = jax.lax.cond(fast, lambda: jax.tree.map(jnp.zeros_like, sol), fallback)
+        sol = jax.tree.map(lambda a, b: jnp.where(fast, a, b), sol, other)
     else:
         Z, fast = {"direct": direct, "cholesky": cholesky, "householder": householder}[path]()
-    # Q's hidden columns k: V z_k (n, N), one small GEMM each (a stacked (n, h, N) Z made XLA
-    # emit one unvectorised loop over the concatenation, ~40 % of the solve).
-    Qk = [jnp.dot(V, z, precision=jax.lax.Precision.HIGHEST) for z in Z]
-
-    def gram(lo, hi, lo2, hi2):  # A Bᵀ at every time, summed over the hidden columns, time-minor
-        return jnp.moveaxis(sum(q[lo:hi, None] * q[None, lo2:hi2] for q in Qk), -1, 0)
-
-    w1tw1, w2w2t, network = gram(0, d, 0, d), gram(d, d + c, d, d + c), gram(d, d + c, 0, d)
-    Q = jnp.moveaxis(jnp.stack(Qk, axis=1), -1, 0)
-    dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
-    shape = t.shape
-    sol = Solution(
-        network=network.reshape(shape + (c, d)),
-        w1tw1=w1tw1.reshape(shape + (d, d)),
-        w2w2t=w2w2t.reshape(shape + (c, c)),
-        q=Q.reshape(shape + (d + c, h)),
-        lam=lam,
-        kernel_distance=dist.reshape(shape),
-        t=t,
-    )
+        sol = assemble(Z)
     return sol, fast
 
 

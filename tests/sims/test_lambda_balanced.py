@@ -338,3 +338,23 @@ def test_vmap_chunks_fall_back_per_trajectory():
     for i in (0, 34, 35, 50, 69):
         ref, _ = lambda_balanced._solve_path(W1[i], W2[i], S, t, "householder")
         np.testing.assert_allclose(batched[i], ref.network, atol=1e-12)
+
+
+def test_grad_past_the_direct_horizon_and_under_vmap():
+    """Past the direct path's horizon (t = 1e4) its unused result is selected away by jnp.where;
+    its values and derivatives stay finite, so jax.grad (single and vmapped) equals jax.jacfwd
+    and a central difference instead of leaking NaN through the where."""
+    sig = jax.random.normal(jax.random.key(11), (3, 4))
+    t = jnp.array([1.0, 1e3, 1e4])
+
+    def loss_at(scale):
+        W1, W2 = balanced_init(jax.random.key(12), 4, 3, 3, scale, 0.5)
+        return jnp.sum(solve(W1, W2, sig, t).network)
+
+    g, j = jax.grad(loss_at)(0.1), jax.jacfwd(loss_at)(0.1)
+    fd = (loss_at(0.1 + 1e-6) - loss_at(0.1 - 1e-6)) / 2e-6
+    assert np.isfinite(float(g))
+    np.testing.assert_allclose(float(g), float(j), rtol=1e-10)
+    np.testing.assert_allclose(float(g), float(fd), rtol=1e-6)
+    gv = jax.vmap(jax.grad(loss_at))(jnp.array([0.05, 0.1, 0.2]))
+    np.testing.assert_allclose(float(gv[1]), float(g), rtol=1e-10)
