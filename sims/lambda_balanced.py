@@ -390,10 +390,13 @@ def _direct_horizon(dtype) -> float:
 def _at_times_direct(f, L0, t):
     """Z(t) (h columns (n, N)) and κ(Ŝ) (N,) from the unscaled bracket, for moderate times.
 
-    M = I + L0ᵀ G L0 with g_i = (e^{2f_it} − 1)/2f_i (→ t as f_i → 0), and Z = E L0 R⁻¹ with E = diag(e^{ft}). This is the graded Cholesky path without its
-    column scaling e^{−m}: Cholesky and κ(Ŝ) are invariant to that diagonal scaling, which only
-    guards against overflow, so while f⁺t ≤ :func:`_direct_horizon` the two agree to rounding and
-    this one needs one exponential per mode and time instead of about six transcendentals.
+    M = I + L0ᵀ G L0 with g_i = (e^{2f_it} − 1)/2f_i (→ t as f_i → 0), and Z = E L0 R⁻¹ with
+    E = diag(e^{ft}). This is the graded Cholesky path without its column scaling e^{−m}:
+    Cholesky and κ(Ŝ) are invariant to that diagonal scaling, which only guards against
+    overflow, so while f⁺t ≤ :func:`_direct_horizon` the two agree to rounding and this one
+    needs one exponential per mode and time instead of about six transcendentals. (Computing
+    only the n − min(c, d) distinct exponentials and mirroring the rest, e^{−ωt} = 1/e^{ωt}, was
+    slower: XLA:CPU's concatenation of the halves costs more than the exponentials it saves.)
     """
     n, h = L0.shape
     # f·t is capped at the horizon, past which the caller does not use this path: every value
