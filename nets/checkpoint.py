@@ -127,7 +127,8 @@ class Checkpointer:
         kept = {str(s) for s in self._manager.all_steps()}
         hashes = {k: v for k, v in hashes.items() if k in kept}
         hashes[str(step)] = content_hash(flat)
-        _write_text_atomic(self.directory / HASHES, json.dumps(hashes, indent=1) + "\n")
+        if jax.process_index() == 0:  # multi-host: one writer (orbax itself saves collectively)
+            _write_text_atomic(self.directory / HASHES, json.dumps(hashes, indent=1) + "\n")
         self._manager.save(step, args=self._ocp.args.StandardSave(flat), force=True)
         self._manager.wait_until_finished()
         return self.directory / str(step)

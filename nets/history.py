@@ -6,6 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from nets.io import atomic_write_bytes, jsonable
@@ -82,6 +83,9 @@ class History:
 class JsonlLog:
     """Log records as JSON lines in ``path``, the whole file rewritten atomically at each point.
 
+    In a multi-host run (``jax.distributed``) every process computes the same records and only
+    process 0 writes the file, so the processes do not race to replace one shared file.
+
     Args:
       path: the ``metrics.jsonl`` file.
       keep_until: when resuming, keep the existing records with ``step ≤ keep_until``; None
@@ -107,4 +111,5 @@ class JsonlLog:
     def extend(self, records: list[dict]) -> None:
         """Add ``records`` and rewrite the file atomically (once)."""
         self.lines.extend(json.dumps(jsonable(r)) for r in records)
-        atomic_write_bytes(self.path, ("\n".join(self.lines) + "\n").encode())
+        if jax.process_index() == 0:
+            atomic_write_bytes(self.path, ("\n".join(self.lines) + "\n").encode())

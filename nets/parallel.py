@@ -19,7 +19,8 @@ any other JAX call::
 
 Every process holds the full (small) dataset and draws the same permutation from the same key,
 so each process feeds identical global index arrays and jax shards them; checkpoints are written
-by orbax collectively into a shared ``run_dir``.
+by orbax collectively into a shared ``run_dir``, ``metrics.jsonl`` and the checkpoints' content
+hashes by process 0 only (every process keeps the same History).
 
 **Seeds.** :func:`train_seeds` trains S independently initialised copies of a small model at once:
 it is :func:`nets.sweep.train_many` (a ``jax.vmap`` of the one training step) over seeds.

@@ -1,5 +1,6 @@
 """Checkpoints: exact resume after an interruption, corrupt checkpoints, NaN stop."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -208,3 +209,19 @@ def test_content_hash_sees_every_bit_dtype_and_shape():
     assert content_hash({"a": a.astype(np.float32)}) != base
     assert content_hash({"a": a.reshape(4, 3)}) != base
     assert content_hash({"b": a}) != base
+
+
+def test_only_process_zero_writes_the_log_and_hashes(digits, tmp_path, monkeypatch):
+    """Multi-host: every process runs the same loop on a shared run_dir; processes other than 0
+    keep their History and take part in orbax's save, but write neither metrics.jsonl nor the
+    checkpoint hash file (the single-host run writes both)."""
+    cfg = dataclasses.replace(CFG, epochs=1)
+    kw = {"key": jax.random.key(0), "checkpoint_every": 4}
+    monkeypatch.setattr(jax, "process_index", lambda *a, **k: 1)
+    _, hist = train(_model(), digits, cfg, run_dir=tmp_path / "p1", **kw)
+    assert hist.records and not (tmp_path / "p1" / "metrics.jsonl").exists()
+    assert not (tmp_path / "p1" / "checkpoints" / "sha256.json").exists()
+    monkeypatch.undo()
+    _, hist = train(_model(), digits, cfg, run_dir=tmp_path / "p0", **kw)
+    assert len((tmp_path / "p0" / "metrics.jsonl").read_text().splitlines()) == len(hist.records)
+    assert (tmp_path / "p0" / "checkpoints" / "sha256.json").exists()
