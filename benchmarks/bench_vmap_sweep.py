@@ -21,7 +21,13 @@ goes (History times and a profile): the 16 × 225 SGD steps 0.09 s, the 16 × 11
 (forward of 1,797 images and D_LR, run by run) 0.13–0.15 s, building and stacking the 16 states
 0.04 s, the rest creating the 16 models and unstacking them. One digits-MLP step (batch 64) already
 runs at ~24 GFLOP/s unbatched, so vmapping the steps gains ~1.5×; the rest of the gain is the
-per-call work of ``train`` (~17 ms a call). The log points are evaluated with ``lax.map``, not
+per-call work of ``train`` (~17 ms a call). Re-measured idle on 2026-11-24 (stop 17): 16 × 2.60 s
+per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×). Why 5× against warm
+in-process calls cannot be reached on this CPU: both sides do the same arithmetic (16 × 225 steps,
+16 × 11 log points). In ``train_many`` the steps take 0.08–0.09 s (~39 GFLOP/s on small GEMMs;
+≥ ~0.035 s even at this CPU's small-GEMM peak) and the log points ~0.11 s (vmapping them was no
+faster, below), and creating the 16 models (~0.045 s) is timed on both sides: ≥ ~0.19 s, so at
+best 0.6–0.7 s / 0.19 s ≈ 3.5×. The log points are evaluated with ``lax.map``, not
 ``vmap``: vmapped ``log_values`` was no faster (14.7 vs 11.2 ms for 16 runs) and, with the whole
 eval subset in one chunk (``chunk=2048``), deadlocked XLA:CPU (0 % CPU, 4 of 4 tries, with and
 without one OpenBLAS thread; like the ``lambda_balanced`` hang of ``bench_closed_form.py --hang``).
