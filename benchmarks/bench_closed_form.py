@@ -31,6 +31,16 @@ fusion (XLA:CPU removes it before fusing; it does stop the simplifier from turni
 second exponential, which the direct path relies on), one GEMM for all hidden columns,
 time-major outputs straight from the GEMMs, LAPACK QR for the init.
 
+**The scalar_linear vmapped row is bimodal** (about 40 vs 170 µs per trajectory, i.e. ~50× or ~11×,
+from one process to the next, with unchanged code): its closed form returns every weight, 64
+trajectories × 1,000 times × 64 × 2 doubles = 65 MB per call, so it is bound by writing fresh
+output memory. In the slow processes the output buffers are returned to the OS after each call
+and faulted in again (``/usr/bin/time``: ~150k minor page faults against ~80k in the fast ones);
+glibc's dynamic mmap threshold (which rises to at most 32 MiB, about the size of one output
+buffer) decides which, depending on the process's heap layout. ``MALLOC_TRIM_THRESHOLD_`` or
+``MALLOC_MMAP_THRESHOLD_`` made every process slow (they switch the dynamic threshold off), so
+the benchmark leaves the allocator alone; read that row as a memory-bandwidth figure.
+
     python benchmarks/bench_closed_form.py           # the table
     python benchmarks/bench_closed_form.py --hang    # the XLA:CPU hang reproducer (below)
 
