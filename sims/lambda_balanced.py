@@ -366,19 +366,25 @@ def _at_times_cholesky(f, L0, t):
     return _forward(K, R), kappa
 
 
-# expm1(x)/x = Σ_k x^k/(k + 1)!: 17 terms reach ε = 2⁻⁵² for |x| < 0.7 (the next is 4e-19).
-_EXPM1_SERIES = tuple(1.0 / math.factorial(k + 1) for k in range(17))
+# expm1(x)/x = Σ_k x^k/(k + 1)!: 13 terms reach ε = 2⁻⁵² for |x| < 0.35 (the next is 1e-17).
+_EXPM1_SWITCH = 0.35
+_EXPM1_SERIES = tuple(1.0 / math.factorial(k + 1) for k in range(13))
 
 
-def _expm1_over_x(x, e):
-    """(e^x − 1)/x for any x given e = e^x: the series for |x| < 0.7, (e − 1)/x otherwise (there
-    e ≥ 2 or e ≤ ½, so the subtraction loses at most one bit). Only mul/add and one division:
-    XLA:CPU vectorises it, unlike a fused ``expm1`` (3× slower per element here)."""
-    small = jnp.abs(x) < 0.7
+def _g_direct(f, ft, t, E):
+    """g = (e^{2ft} − 1)/2f (→ t as f → 0), (n, N), from E = e^{ft}: t·Σ_k (2ft)^k/(k + 1)! where
+    |2ft| < 0.35, else (E² − 1)/2f, where E² ≥ 1.42 or ≤ 0.71 so the subtraction costs ≤ 2.5
+    bits (≤ ~5 ulps in all). Only mul/add (1/2f once per mode): XLA:CPU vectorises it, unlike a
+    fused ``expm1`` (3× slower per element here) or a division per element."""
+    x = 2.0 * ft
     p = _EXPM1_SERIES[-1]
     for coef in reversed(_EXPM1_SERIES[:-1]):
         p = p * x + coef
-    return jnp.where(small, p, (e - 1.0) / jnp.where(small, 1.0, x))
+    # 1/2f is 0 for modes with f ≈ 0 (always on the series branch): finite, so selecting the
+    # series does not leak NaN into derivatives through the unselected branch.
+    big = jnp.abs(f) > 1e-150
+    inv2f = jnp.where(big, 0.5 / jnp.where(big, f, 1.0), 0.0)[:, None]
+    return jnp.where(jnp.abs(x) < _EXPM1_SWITCH, t * p, (E * E - 1.0) * inv2f)
 
 
 def _direct_horizon(dtype) -> float:
@@ -405,7 +411,7 @@ def _at_times_direct(f, L0, t):
     ft = jnp.minimum(f[:, None] * t[None, :], _direct_horizon(L0.dtype))  # (n, N)
     # The barrier keeps XLA from rewriting E·E below into a second exponential.
     E = jax.lax.optimization_barrier(jnp.exp(ft))
-    g = t * _expm1_over_x(2.0 * ft, E * E)  # (e^{2ft} − 1)/2f, = t at f = 0
+    g = _g_direct(f, ft, t, E)  # (e^{2ft} − 1)/2f, = t at f = 0
     # M_jk = δ_jk + Σ_i L0_ij L0_ik g_i for the h(h + 1)/2 pairs j ≤ k: one small matmul.
     pairs = [(j, k) for j in range(h) for k in range(j, h)]
     P = jnp.stack([L0[:, j] * L0[:, k] for j, k in pairs])  # (p, n)
@@ -419,7 +425,7 @@ def _at_times_direct(f, L0, t):
     return _forward([E * L0[:, j : j + 1] for j in range(h)], R), kappa
 
 
-def _eigenbasis(W1, W2, sig, rotation: bool = True):
+def _eigenbasis(W1, W2, sig, rotation: bool = True, lapack: bool = False):
     """F's spectrum f (n,) descending, eigenvectors V (n, n), λ, and the graded init of
     :func:`_graded_init` (Wm is None with ``rotation=False``)."""
     d = W1.shape[1]
@@ -434,17 +440,28 @@ def _eigenbasis(W1, W2, sig, rotation: bool = True):
     )
     f, V = jnp.linalg.eigh(F)
     f, V = f[::-1], V[:, ::-1]  # descending: the grading of step 2
-    return (f, V, lam) + _graded_init(V, W1, W2, rotation)
+    return (f, V, lam) + _graded_init(V, W1, W2, rotation, lapack)
 
 
-def _graded_init(V, W1, W2, rotation: bool):
+def _graded_init(V, W1, W2, rotation: bool, lapack: bool = False):
     """The rotation Wm (h, h) and L0 = VᵀQ₀Wm (n, h) lower-trapezoidal (module docstring, step 2);
-    Wm is None, and not computed, with ``rotation=False`` (only the Householder path needs it)."""
+    Wm is None, and not computed, with ``rotation=False`` (only the Householder path needs it).
+
+    ``lapack=True`` (L0 only) takes R_b from LAPACK's QR, one call (~1 µs) instead of ~20 tiny
+    kernels (~10 µs): for unbatched, undifferentiated evaluation only, since batched LAPACK QRs
+    were part of the XLA:CPU hang (``benchmarks/bench_closed_form.py --hang``) and the elementwise
+    Householder is the one that differentiates at zero columns. Its column signs may differ from
+    the Householder's where a column of Q̃ᵀ is already reduced; X is invariant to them.
+    """
     h = W1.shape[0]
     Qt = V.T @ jnp.concatenate([W1.T, W2], axis=0)  # (n, h)
     # Q̃ᵀ = W R_b (W ∈ O(h)), so L0 = Q̃W = R_bᵀ is lower-trapezoidal.
-    w_cols, rb_cols = _householder([Qt[i] for i in range(Qt.shape[0])], complete=rotation or None)
-    Wm = jnp.stack(w_cols, axis=1) if rotation else None  # (h, h)
+    if lapack and not rotation:
+        Wm, rb_cols = None, list(jnp.linalg.qr(Qt.T, mode="r").T)
+    else:
+        cols = [Qt[i] for i in range(Qt.shape[0])]
+        w_cols, rb_cols = _householder(cols, complete=rotation or None)
+        Wm = jnp.stack(w_cols, axis=1) if rotation else None  # (h, h)
     # (n, h); zero columns beyond n when the hidden layer is wider than d + c.
     L0 = jnp.stack([jnp.pad(col, (0, h - col.shape[0])) for col in rb_cols], axis=0)
     return Wm, L0
@@ -456,11 +473,11 @@ def _kappa_max(dtype) -> float:
     return float(np.finfo(dtype).eps) ** (-1.0 / 3.0)
 
 
-def _solve(W1, W2, sig, t):
-    return _solve_path(W1, W2, sig, t, "auto")[0]
+def _solve(W1, W2, sig, t, lapack: bool = False):
+    return _solve_path(W1, W2, sig, t, "auto", lapack)[0]
 
 
-def _solve_path(W1, W2, sig, t, path: str):
+def _solve_path(W1, W2, sig, t, path: str, lapack: bool = False):
     """(Solution, fast) on the evaluation ``path`` (static):
 
     * ``"direct"``: :func:`_at_times_direct` (moderate times, well-conditioned bracket);
@@ -476,7 +493,7 @@ def _solve_path(W1, W2, sig, t, path: str):
     h, d = W1.shape
     c = W2.shape[0]
     dtype = W1.dtype
-    f, V, lam, _, L0 = _eigenbasis(W1, W2, sig, rotation=False)
+    f, V, lam, _, L0 = _eigenbasis(W1, W2, sig, rotation=False, lapack=lapack)
     ts = t.reshape(-1)
     kmax = _kappa_max(dtype)
 
@@ -491,8 +508,8 @@ def _solve_path(W1, W2, sig, t, path: str):
         return Z, jnp.all(kappa <= kmax)
 
     def householder():  # the rotation is built here: the fast paths do not need it
-        Wm = _graded_init(V, W1, W2, rotation=True)[0]
-        return _at_times(f, Wm, L0, ts), jnp.asarray(False)
+        Wm, L0h = _graded_init(V, W1, W2, rotation=True)  # L0h matches Wm (L0 may be LAPACK's)
+        return _at_times(f, Wm, L0h, ts), jnp.asarray(False)
 
     def assemble(Z):
         # Q's hidden columns k: V z_k (n, N), one small GEMM each (a stacked (n, h, N) Z made
@@ -537,7 +554,8 @@ def _solve_path(W1, W2, sig, t, path: str):
 
 @jax.custom_batching.custom_vmap
 def _solve_one_at_a_time(W1, W2, sig, t):
-    return _solve(W1, W2, sig, t)
+    # Unbatched and undifferentiated here (vmap and jvp have their own rules): LAPACK's QR.
+    return _solve(W1, W2, sig, t, lapack=True)
 
 
 # Trajectories per batched chunk under vmap: the direct path's (chunk, n, N) work arrays then stay
@@ -572,7 +590,7 @@ def _solve_vmap(axis_size, in_batched, W1, W2, sig, t):
         def one_by_one(sol):
             def each(item):
                 ok_i, sol_i, args_i = item
-                return jax.lax.cond(ok_i, lambda s: s, lambda s: _solve(*args_i), sol_i)
+                return jax.lax.cond(ok_i, lambda s: s, lambda s: _solve(*args_i, True), sol_i)
 
             return jax.lax.map(each, (ok, sol, tuple(a)))
 

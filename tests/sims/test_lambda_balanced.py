@@ -282,14 +282,18 @@ def test_phase_diagram_same_under_jit_and_on_both_paths():
             np.testing.assert_allclose(eager.kernel_distance[i, j], ref.kernel_distance, atol=1e-13)
 
 
-def test_expm1_over_x_series_and_direct_branches():
-    """(e^x − 1)/x from the 17-term series (|x| < 0.7) and from e = e^x (elsewhere) against
-    NumPy's expm1, both signs, across the switch and at x = 0 (value 1)."""
-    x = np.concatenate([[0.0, 0.7, -0.7], np.logspace(-12, 2, 300), -np.logspace(-12, 2, 300)])
-    x = np.concatenate([x, np.nextafter(0.7, 0.0) * np.array([1.0, -1.0])])
-    got = np.asarray(lambda_balanced._expm1_over_x(jnp.asarray(x), jnp.exp(jnp.asarray(x))))
-    want = np.where(x == 0, 1.0, np.expm1(x) / np.where(x == 0, 1.0, x))
-    assert np.max(np.abs(got / want - 1)) < 8 * np.finfo(float).eps
+def test_g_of_the_direct_path_on_both_branches():
+    """g = (e^{2ft} − 1)/2f from its 13-term series (|2ft| < 0.35) and from E = e^{ft} (else)
+    against NumPy's expm1, both signs of f, across the switch, f = 0 (g = t) and t = 0."""
+    f = jnp.array([3.0, 1.0, 1e-3, 0.0, -1e-3, -1.0, -3.0])
+    t = jnp.concatenate([jnp.zeros(1), jnp.logspace(-12, 2, 400), jnp.array([0.175, 0.35 / 2])])
+    ft = f[:, None] * t[None, :]
+    got = np.asarray(lambda_balanced._g_direct(f, ft, t, jnp.exp(ft)))
+    fn, tn = np.asarray(f)[:, None], np.asarray(t)[None, :]
+    safe = np.where(fn == 0, 1.0, fn)
+    want = np.where(fn == 0, tn, np.expm1(2 * safe * tn) / (2 * safe))
+    rel = np.abs(got - want) / np.where(want == 0, 1.0, np.abs(want))
+    assert np.max(rel[np.abs(2 * fn * tn) < 700]) < 8 * np.finfo(float).eps
 
 
 def test_direct_path_agrees_and_hands_over():
@@ -361,3 +365,20 @@ def test_grad_past_the_direct_horizon_and_under_vmap():
     np.testing.assert_allclose(float(g), float(fd), rtol=fd_tol)
     gv = jax.vmap(jax.grad(loss_at))(jnp.array([0.05, 0.1, 0.2]))
     np.testing.assert_allclose(float(gv[1]), float(g), rtol=rounding)
+
+
+def test_lapack_and_householder_inits_give_the_same_solution():
+    """The unbatched primal takes L0 from LAPACK's QR, vmap and derivatives from the elementwise
+    Householder; column signs may differ (e.g. task-aligned inits, whose Q̃ has exact zeros, or the
+    zero init), X may not."""
+    S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
+    W1a, W2a, _ = _aligned(np.array([3.0, 2.0, 1.0]), np.array([1e-3, 1e-2, 1e-1]), 0.5)
+    Wr1, Wr2 = balanced_init(jax.random.key(13), 3, 3, 3, 0.1, -0.5)
+    t = jnp.concatenate([jnp.zeros(1), jnp.logspace(-3, 4, 40)])
+    inits = [(W1a, W2a), (Wr1, Wr2), (jnp.zeros((3, 3)), jnp.zeros((3, 3)))]
+    for W1, W2 in inits:
+        a = jax.jit(lambda x, y: lambda_balanced._solve(x, y, S, t, True))(W1, W2)
+        b = jax.jit(lambda x, y: lambda_balanced._solve(x, y, S, t, False))(W1, W2)
+        for u, v in zip(a[:3], b[:3], strict=True):
+            scale = 1 + float(jnp.max(jnp.abs(v)))
+            np.testing.assert_allclose(u, v, atol=tolerance(S.dtype, "rounding") * scale)
