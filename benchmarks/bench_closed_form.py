@@ -17,19 +17,27 @@ Targets: ratio ≥ 100× per trajectory; throughput < 1 s. Timings are the best 
 repeated calls on each side (the least disturbed by other load on a shared machine); the load
 average is printed.
 
-``lambda_balanced`` (issue 14, target ≥ 30×), idle 2-core CPU, 2026-11-24: 322 → 82–86 µs single
-and 437 → 42–48 µs per trajectory vmapped against diffrax 2,160–2,460 / 1,560–1,680 µs, i.e.
-**25–29× single, 33–38× vmapped**. What it took (see the module docstring, "Fast paths"): the
-*direct* path (one exponential per mode and time; the graded Cholesky needed about six
-transcendentals), vmap as batched chunks of 64 on that path instead of one trajectory at a
-time, and no stacked (n, h, N) array — XLA:CPU compiled its concatenation into one unvectorised
-loop (~140 µs of the former 334). The remaining single-trajectory time is mostly fixed cost:
-dispatch ~6 µs, eigh and the Householder of the init ~15 µs, and ~50 kernels of a few thousand
-elements each; the accuracy check (κ(Ŝ) at every time, one reduction) and the ``lax.cond`` to
-the fallback cost ~15–20 µs of it. Things that did not help: ``optimization_barrier`` to steer
-fusion (XLA:CPU removes it before fusing; it does stop the simplifier from turning E·E into a
-second exponential, which the direct path relies on), one GEMM for all hidden columns,
-time-major outputs straight from the GEMMs, LAPACK QR for the init.
+``lambda_balanced`` (issue 14, target ≥ 30×), idle 2-core CPU, 2026-11-24 (stop 17): 322 → 74–79 µs
+single and 437 → 44–46 µs per trajectory vmapped, against diffrax 2,310–2,400 / 1,550–1,690 µs:
+**28–33× single (7 runs, median 30.6×), 34–38× vmapped**. What it took (module docstring, "Fast
+paths"): the *direct* path (one exponential per mode and time, expm1(x)/x by a 13-term series
+only below |x| = 0.35 and by a multiplication above; the graded Cholesky needed about six
+transcendentals), vmap as batched chunks of 64 on that path instead of one trajectory at a time,
+LAPACK's QR for the init's lower-trapezoidal form in the unbatched primal (one call instead of ~20
+tiny kernels; vmap and derivatives keep the elementwise Householder), the fallback's result
+selected with ``jnp.where`` rather than waiting on a ``lax.cond`` around the direct one, and no
+stacked (n, h, N) array (XLA:CPU compiled its concatenation into one unvectorised loop, ~140 µs of
+the former 334). A profile of the remaining ~74 µs (one thread, ~40 kernels in sequence): eigh of
+F 6–8 µs, the exponentials 8 µs, g 5–9 µs, three GEMMs V·z_k ~3 µs each, the per-time Cholesky,
+forward substitution and κ(Ŝ) ~20 µs in ~20 kernels of a few µs, the final transpose 5 µs, and
+~1 µs of executor overhead per kernel. Things that did not help (each measured against the
+previous version in one process): ``optimization_barrier`` to steer fusion (XLA:CPU removes it
+before fusing; it does stop the simplifier from turning E·E into a second exponential, which the
+direct path relies on), one GEMM over all hidden columns, time-major outputs straight from the
+GEMMs, elementwise instead of GEMM for V·z_k, computing only the distinct exponentials of F's ±ω
+spectrum (the concatenation costs more), Estrin instead of Horner, and a time-uniform bound on
+κ(Ŝ) from the init (it holds — κ(Ŝ) ≤ h·Σ_j(1 + ‖row_j L⁻¹‖²‖col_j L0‖²) — but its kernels cost
+more than the per-time check they replace).
 
 **The scalar_linear vmapped row is bimodal** (about 40 vs 170 µs per trajectory, i.e. ~50× or ~11×,
 from one process to the next, with unchanged code): its closed form returns every weight, 64
