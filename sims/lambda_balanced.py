@@ -50,7 +50,10 @@ graded Cholesky (κ(Ŝ) ≤ ε^{−1/3}), then Householder — so generic inits 
 run the direct path, later times the graded one, and an init with a 1e-12 trace of the fastest
 mode (κ ≈ 1e11, where Cholesky alone would be off by 1e-5) the Householder path. Under ``vmap``
 chunks of 64 trajectories run the direct path as one batched computation, and a chunk with a
-trajectory that fails its check is redone trajectory by trajectory.
+trajectory that fails its check is redone trajectory by trajectory. For one trajectory the direct
+result is computed unconditionally and the fallback's under a ``lax.cond`` (zeros when it is not
+needed), then chosen by ``jnp.where``, and the init's lower-trapezoidal form comes from LAPACK's
+QR (vmap and derivatives keep the elementwise Householder of step 2).
 """
 
 from __future__ import annotations
