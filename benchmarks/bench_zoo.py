@@ -9,46 +9,47 @@ time per framework is reported with the ratio JAX/PyTorch in steps/s (> 1: JAX f
 
 Needs ``torch`` (benchmark-only dependency: ``pip install torch==2.13.0``, the CPU wheel).
 
-Closing note (issue 12, item 5: target ≥ 1.0 for both). Idle 2-core CPU before the work: LeNet-5
-0.17, transformer 0.82. What was tried, all measured on the shared 2-core CPU under a load
-average of 10–13 (other jobs running), so only large effects are trustworthy:
+Issue 12, item 5 (target ≥ 1.0 for both); every number idle on the 2-core CPU unless stated.
 
-* bench_zoo as is: LeNet-5 0.83, transformer 6.5 (PyTorch's two threads suffer more from the
-  load than XLA's; re-measure idle).
-* XLA:CPU flags, LeNet-5 / transformer ms per step (min of 3 rounds): none 381 / 184;
-  ``--xla_cpu_use_onednn=true`` 333 / 252; ``--xla_cpu_experimental_onednn_custom_call=true``
-  441 / 197; ``--xla_cpu_use_xnnpack=true`` 563 / 190; ``--xla_cpu_use_thunk_runtime=false``
-  462 / 282 (with oneDNN 528 / 224). None is a consistent win, so the project sets no flag.
-* Convolution as 25 shifted slices + one GEMM (im2col) instead of ``lax.conv_general_dilated``,
-  ms (min of 5 interleaved rounds), forward / forward+dW / forward+dX: conv1 (512×32×32×1 → 6)
-  XLA 57 / 209 / 221, im2col 122 / 161 / 155; conv2 (512×14×14×6 → 16) XLA 15 / 39 / 55,
-  im2col 70 / 63 / 124. ``conv_general_dilated_patches`` + GEMM was slower still (whole LeNet
-  step 1056 ms vs 456 XLA, 396 im2col for both convs). im2col only helps conv1's weight
-  gradient (~50 ms of a ~400 ms step, ~12 %), within the noise of this machine, so the models
-  keep ``nnx.Conv``.
-* Max-pooling as a reshape + max (:func:`nets.models.layers.pool2d`) instead of
-  ``nnx.max_pool``: same values (gradients too, but at exact ties), and the backward pass is elementwise instead of
-  XLA's ``select_and_scatter``: pool1 (512×28×28×6) gradient 89 → 20 ms, pool2 8.8 → 1.7 ms.
-  **Kept** (LeNet-5, VGG16; ResNet18's average pool likewise). bench_zoo after it, same load:
-  LeNet-5 3.4 steps/s vs PyTorch 1.4 (ratio 2.5; before: 2.1 vs 2.6, ratio 0.83), transformer
-  ratio 2.8. The idle-machine ratio is the one to quote; re-run this script on an idle machine.
-The transformer already computes attention as two fused einsums; its ratio was 0.82 idle.
+**Current (stop 18, jax 0.10.2, torch 2.13.0 CPU, 5 rounds): LeNet-5 18.9–22.6 steps/s vs PyTorch
+41.8–45.9, ratio 0.45–0.49; transformer 11.7–14.7 vs 18.2–23.6, ratio 0.62–0.66. The target is not
+met.** Before stop 18: LeNet-5 0.20, transformer 0.64–0.65 (issue filed at 0.17 / 0.82).
 
-Per-layer, idle (2026-11-24, batch 512, ms, best of 7; ``lax.conv_general_dilated`` NHWC vs
-``nn.Conv2d``): conv1 (32×32×1 → 6) forward 14.7 vs PyTorch 4.8, forward + both gradients 115 vs
-45, forward + weight gradient 77; conv2 (14×14×6 → 16) forward 3.7 vs 1.3, forward + both
-gradients 28 vs 8.4. NCHW layout: the same within 10 %. The weight gradient alone, conv1 / conv2:
-XLA 56 / 12.7, im2col + one GEMM 56 / 25.7, 25 per-offset einsums 35.6 / 8.9 (relative difference
-2e-5 / 5e-7 from XLA's). The per-offset form would save ~25 ms of the ~118 ms LeNet-5 step, which
-leaves the ratio near 0.25; the gap is XLA:CPU's convolution kernels (3× PyTorch's oneDNN forward),
-not the training step around them.
+What moved LeNet-5 from 0.20 to ~0.47 — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
+0.10 hands single dots, single convolutions *and* reductions to YNNPACK by default. Keeping it for
+the dots only (``xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT``), LeNet-5
+step 108–117 → 44–46 ms: conv1 (512×32×32×1 → 6) forward + weight gradient 68 → 19 ms, conv2
+(14×14×6 → 16) 15 → 6.1 ms, the pool gradient 9.9 → 1.4 ms. Dropping only the convolution left
+61 ms, only the reduction ~60 ms. The options are passed per program (``jax.jit(...,
+compiler_options=...)``, this script's step too), so nothing global is set. Same results to float32
+round-off (tests/nets/test_compiler.py). MLP (bench_training.py, bench_vmap_sweep.py) and the
+transformer: unchanged within 3 %.
 
-Measured idle (2-core CPU, load average 1.0, no other job; jax 0.10.2, torch 2.13.0 CPU, 2026-11-24),
-after every change above: LeNet-5 8.4–8.7 steps/s vs PyTorch 41–43 (ratio 0.20), transformer
-13.4–14.4 vs 20.9–22.1 (ratio 0.64–0.65). The under-load ratios above were an artefact of the load
-(PyTorch's threads lose more to it than XLA's); **the ≥ 1.0 target is not met**. The remaining gap is
-XLA:CPU's convolution and its backward pass (LeNet-5) and the small attention GEMMs (transformer),
-not the training loop: the MLP of bench_training.py runs at 1.17× PyTorch on the same machine.
+Flags measured idle in stop 18 (LeNet-5 / transformer ms per step, best of 5×10 steps): none
+108 / 68; ``--xla_cpu_use_onednn=true`` 110 / 67; ``xnn_fusion_type=dot`` 110 / 68,
+``=dot,eltwise,reduce`` 112 / 70; ``xnn_graph_fusion_mode=GREEDY`` 113 / 68; ``onednn_fusion_type=dot``
+110 / 67; ``prefer_vector_width=512`` 111 / 67; ``use_xnnpack=false`` 111 / 68; ``ynn_fusion_type``
+``=individual_dot`` 44–48 / 67, ``=dot`` 46 / 68, ``=dot,eltwise`` 65 / 120. (Stop 12 measured
+flags under a load average of 10–13 and found no consistent win: that load hid the effect.)
+
+Tried for LeNet-5 after the options, not kept:
+
+* conv1 (one input channel) as a sum of 25 shifted, scaled copies with ``lax``'s gradients
+  (``custom_vjp``): forward 1.2 ms vs 14 ms alone, but XLA:CPU fuses the sum into the ReLU/pool
+  consumers and recomputes it there (forward + ReLU + pool 13 ms, with gradient 35 vs 23 ms).
+  ``optimization_barrier`` does not stop the fusion; a stack + sum is simplified back to the adds.
+* conv2's input gradient as one GEMM + 25 shifted adds (col2im): 8.5 vs 12.3 ms alone, ~4 ms of the
+  44 ms step, not worth its own convolution code.
+* Stop 12 (under load): im2col and ``conv_general_dilated_patches`` + GEMM (slower); max-pooling
+  as reshape + max (:func:`nets.models.layers.pool2d`, elementwise gradient) — **kept**.
+
+Transformer: the GEMMs are not the gap — (2048, 128) × (128, 512) and the other step shapes run
+at 206–214 GFLOP/s in XLA and 189–205 in PyTorch, i.e. ~23 ms of the 67 ms step for its ~4.8
+GFLOP. The rest is ~40 ms of elementwise work and small kernels. Ablations, ms per step:
+base 67, exact GELU → ReLU 62, tanh GELU 65, no LayerNorm 64, no attention core (qkv/softmax/
+weighted sum) 51. Attention as broadcast-multiply-reduce instead of two einsums: 0.40 vs 0.67 ms
+forward and 0.9 vs 2.0 ms gradient per layer alone, but the whole step is the same within noise
+(65–70 vs 66–67 ms), so the einsums stay.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ import torch
 from flax import nnx
 from torch import nn
 
+from nets.compiler import jit
 from nets.models import LeNet5, Transformer
 
 BATCH = 512
@@ -148,7 +150,7 @@ def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray):
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    train_step = jax.jit(train_step, donate_argnums=(0, 1))
+    train_step = jit(train_step, donate_argnums=(0, 1))  # nets' programs: jax.jit + CPU options
     state = [params, opt_state]
 
     def step():

@@ -10,7 +10,6 @@ device-to-host copy. Loss and accuracy are accumulated in the widest enabled flo
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import jax
@@ -19,6 +18,7 @@ import numpy as np
 from flax import nnx
 
 import metrics
+from nets.compiler import jit
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.losses import accuracy
@@ -63,7 +63,7 @@ def default_metric(features: jax.Array, outputs: jax.Array):
     return metrics.dlr_with_rank(features, outputs)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5, 6))
+@jit(static_argnums=(0, 5, 6))
 def log_values(
     program: Program,
     state: TrainState,
@@ -108,7 +108,7 @@ def log_values(
     return out
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
+@jit(static_argnums=(0, 4))
 def _features_outputs(program, state, hp, x, chunk):
     return forward_all(program, state, x, hp, chunk)
 
@@ -126,7 +126,7 @@ def features_and_outputs(
     return _features_outputs(program, state, hp, jnp.asarray(x), chunk)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5))
+@jit(static_argnums=(0, 5))
 def _split_stats(program, state, hp, x, y, chunk):
     _, outs = forward_all(program, state, x, hp, chunk)
     return loss_and_accuracy(program, outs, y, hp)

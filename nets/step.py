@@ -16,7 +16,6 @@ outputs), or cross-entropy on the same outputs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -26,6 +25,7 @@ from flax import nnx
 
 from nets import knobs
 from nets.augment import augment_batch
+from nets.compiler import jit
 from nets.config import HParams, TrainConfig, hparams, static_part
 from nets.losses import cross_entropy, mse, targets
 from nets.optim import optimizer, schedule_factor
@@ -317,13 +317,13 @@ def forward(
 
 
 # The compiled entry points: ``program`` is static (jax's cache keys on it), the state donated.
-run_jit = jax.jit(run, static_argnums=0, donate_argnums=1)
-run_many = jax.jit(
+run_jit = jit(run, static_argnums=0, donate_argnums=1)
+run_many = jit(
     jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=0, donate_argnums=1
 )
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+@jit(static_argnums=(1, 2, 3))
 def epoch_order(key: jax.Array, n: int, steps_per_epoch: int, batch: int) -> jax.Array:
     """(spe, B) int32 minibatch indices of one epoch: the first spe·B of a permutation of n."""
     perm = jax.random.permutation(key, n)[: steps_per_epoch * batch]

@@ -11,7 +11,6 @@ initialisation, data order, augmentation and hyper-parameters. Run i equals
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ import numpy as np
 from flax import nnx
 
 from nets.blas import one_blas_thread
+from nets.compiler import jit
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.evaluate import EVAL_CHUNK, default_metric, log_values
@@ -38,12 +38,12 @@ from nets.loop import (
 from nets.step import build, epoch_order, forward, learning_rate, run_many
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+@jit(static_argnums=(2, 3, 4))
 def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
     return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5, 6))
+@jit(static_argnums=(0, 5, 6))
 def _log_many(program, states, hps, fit, held, metric_fns, chunk):
     # lax.map, not vmap: one run at a time keeps the metrics' small GEMMs and eigh unbatched,
     # which XLA:CPU runs ~4x faster per run than their batched forms (bench_vmap_sweep.py).

@@ -1,0 +1,81 @@
+"""nets.compiler: per-program XLA:CPU options, passed through, rejected gracefully, same results."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from nets import compiler
+from nets.models import LeNet5
+from tests.nets.test_step import TOL
+
+_PROBE = compiler._accepted  # the cached probe, even while a test patches it out
+
+
+@pytest.fixture
+def fresh_probe():
+    _PROBE.cache_clear()
+    yield
+    _PROBE.cache_clear()
+
+
+def test_options_on_cpu_are_the_table_when_xla_accepts_them():
+    options = compiler.compiler_options("cpu")
+    accepted = compiler._accepted(tuple(sorted(compiler.CPU_OPTIONS.items())))
+    assert options == (compiler.CPU_OPTIONS if accepted else None)
+    assert compiler.compiler_options("gpu") is None and compiler.compiler_options("tpu") is None
+
+
+def test_an_option_xla_rejects_falls_back_to_plain_jit(monkeypatch, fresh_probe):
+    monkeypatch.setattr(compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": "1"})
+    assert compiler.compiler_options("cpu") is None
+    f = compiler.jit(lambda x: 2 * x)
+    np.testing.assert_array_equal(f(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+
+
+def test_the_wrapper_hands_its_options_to_xla(monkeypatch, fresh_probe):
+    """With the probe bypassed, a bogus option must reach XLA and be refused there."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("the options apply on the CPU backend only")
+    monkeypatch.setattr(compiler, "CPU_OPTIONS", {"xla_cpu_no_such_option": "1"})
+    monkeypatch.setattr(compiler, "_accepted", lambda options: True)
+    with pytest.raises(Exception, match="xla_cpu_no_such_option"):
+        compiler.jit(lambda x: x + 1)(jnp.ones(2))
+
+
+def test_nested_in_jit_and_vmap_and_static_arguments_work():
+    f = compiler.jit(lambda x, k: x * k, static_argnums=1)
+    x = jnp.arange(4.0)
+    np.testing.assert_array_equal(f(x, 3), 3 * x)
+    np.testing.assert_array_equal(jax.jit(lambda x: f(x, 2))(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(lambda x: f(x, 2))(x[:, None])[:, 0], 2 * x)
+    decorated = compiler.jit(static_argnums=1)(lambda x, k: x + k)
+    np.testing.assert_array_equal(decorated(x, 1), x + 1)
+
+
+def test_lenet5_training_is_the_same_with_and_without_the_options():
+    """5 SGD steps of LeNet-5 (convolutions, max-pool reductions) agree to float32 round-off."""
+    model = LeNet5(rngs=nnx.Rngs(0))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((32, 32, 32, 1), dtype=np.float32))
+    y = jnp.asarray(rng.integers(0, 10, 32))
+
+    def sgd_step(p):
+        def loss(p):
+            logits = nnx.merge(graphdef, p, rest)(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+        value, g = jax.value_and_grad(loss)(p)
+        return jax.tree.map(lambda a, b: a - 0.1 * b, p, g), value
+
+    tuned, plain = compiler.jit(sgd_step), jax.jit(sgd_step)
+    pa, pb = params, params
+    for _ in range(5):
+        (pa, la), (pb, lb) = tuned(pa), plain(pb)
+        np.testing.assert_allclose(la, lb, **TOL["compiler_options"])
+    for a, b in zip(jax.tree.leaves(pa), jax.tree.leaves(pb), strict=True):
+        np.testing.assert_allclose(a, b, **TOL["compiler_options"])
+    assert not np.allclose(jax.tree.leaves(pa)[0], jax.tree.leaves(params)[0])  # it trained
