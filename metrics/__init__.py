@@ -22,7 +22,16 @@ from metrics.decomposition import (
     feature_decomposition_streaming,
     nystrom,
 )
-from metrics.dlr import DLR, dlr, dlr_from_moments, dlr_streaming, dlr_with_rank
+from metrics.dlr import (
+    DLR,
+    FrozenFeatures,
+    dlr,
+    dlr_from_moments,
+    dlr_streaming,
+    dlr_with_rank,
+    dlr_with_rank_frozen,
+    freeze_features,
+)
 from metrics.kernels import (
     empirical_ntk,
     feature_kernel_distance,
@@ -38,6 +47,7 @@ __all__ = [
     "KUNIN_LAPLACIAN",
     "ZERO_SUM_LAPLACIAN",
     "FeatureDecomposition",
+    "FrozenFeatures",
     "Moments",
     "NeuralCollapse",
     "Nystrom",
@@ -47,6 +57,7 @@ __all__ = [
     "dlr_from_moments",
     "dlr_streaming",
     "dlr_with_rank",
+    "dlr_with_rank_frozen",
     "effective_dimension",
     "empirical_ntk",
     "feature_decomposition",
@@ -54,6 +65,7 @@ __all__ = [
     "feature_decomposition_streaming",
     "feature_kernel_distance",
     "filter_smoothness",
+    "freeze_features",
     "merge_moments",
     "moments",
     "neural_collapse",

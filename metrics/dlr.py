@@ -28,7 +28,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from metrics._numerics import CONSTANT_FACTOR, mm, pow2_column_scale, pow2_scale, rank_rtol
+from metrics._numerics import (
+    CONSTANT_FACTOR,
+    centre,
+    mm,
+    pow2_column_scale,
+    pow2_scale,
+    rank_rtol,
+)
 from metrics._validate import as_float, as_matrix, common_dtype, is_concrete, same_n
 from metrics.moments import Moments, accumulate_moments, moments
 
@@ -154,6 +161,88 @@ def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
         raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
     dtype = common_dtype(phi, f)
     res, checks = _dlr_arrays(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype))
+    _raise_if_undefined(res, checks, "features", "outputs")
+    return res
+
+
+class FrozenFeatures(NamedTuple):
+    """The feature half of D_LR's statistics, for features that stay fixed while outputs change.
+
+    Built once by :func:`freeze_features`; :func:`dlr_with_rank_frozen` then costs O(npC + nC²)
+    per call instead of O(np²) (e.g. the log points of last-layer-only training, where Φ is
+    frozen and only the readout moves).
+
+    Attributes:
+      centred: (n, p) Φ_c = HΦ·2⁻ᵉ, the centred features times an exact power of two (2ᵉ ≈ max|Φ|,
+        so that Φ_cᵀΦ_c stays in range; D_LR is scale invariant).
+      mean: (p,) the column mean of Φ·2⁻ᵉ.
+      css: (p, p) Φ_cᵀΦ_c.
+    """
+
+    centred: jax.Array
+    mean: jax.Array
+    css: jax.Array
+
+
+@jax.jit
+def _freeze(phi: jax.Array) -> FrozenFeatures:
+    mu, phi_c = centre(pow2_scale(phi))
+    return FrozenFeatures(phi_c, mu, mm(phi_c.T, phi_c))
+
+
+def freeze_features(features) -> FrozenFeatures:
+    """:class:`FrozenFeatures` of (n, p) features Φ (float32/float64; traceable)."""
+    phi = as_matrix(features, "features", what="(n, p)")
+    return _freeze(phi.astype(common_dtype(phi)))
+
+
+@jax.jit
+def _dlr_frozen(frozen: FrozenFeatures, f: jax.Array, rtol: jax.Array) -> tuple[DLR, _Checks]:
+    nu, f_c = centre(pow2_scale(f))
+    q, g = jnp.linalg.qr(f_c)  # F_c = Q G (n ≥ C), Householder, as metrics.moments
+    a = mm(q.T, frozen.centred)  # QᵀΦ_c
+    m = Moments(
+        n=jnp.asarray(f.shape[0], f.dtype),
+        phi_mean=frozen.mean,
+        phi_css=frozen.css,
+        out_mean=nu,
+        cross=mm(a.T, g),
+        out_factor=g,
+        out_proj=a,
+        phi_factor=None,
+    )
+    return _dlr_stats(m, jnp.ones(f.shape[1], bool), rtol)
+
+
+def dlr_with_rank_frozen(frozen: FrozenFeatures, outputs, *, rtol: float | None = None) -> DLR:
+    """:func:`dlr_with_rank` of the features behind ``frozen`` (:func:`freeze_features`) and ``outputs``.
+
+    The same formula (T Eq. 2.8–2.9) on the same statistics, with Φ_cᵀΦ_c reused: the result
+    agrees with ``dlr_with_rank(features, outputs)`` to rounding (the only difference is that Φ
+    is always centred explicitly, never through the folded ΦᵀΦ − nμμᵀ). Safe inside ``jax.jit``
+    (NaN when undefined); eager calls raise as :func:`dlr` does.
+
+    Args:
+      frozen: :class:`FrozenFeatures` of n samples.
+      outputs: (n, C) outputs F, C ≤ n, on the same samples in the same order.
+      rtol: relative rank tolerance (see :func:`dlr`).
+
+    Returns:
+      :class:`DLR` ``(value, rank)`` in the common dtype of the features and outputs.
+    """
+    f = as_matrix(outputs, "outputs", what="(n, C)")
+    n, c = f.shape
+    if frozen.centred.shape[0] != n:
+        raise ValueError(
+            f"outputs have n = {n} rows but the frozen features {frozen.centred.shape[0]}"
+        )
+    if n < 2:
+        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
+    if c > n:
+        raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
+    dtype = common_dtype(frozen.centred, f)
+    frozen = FrozenFeatures(*(x.astype(dtype) for x in frozen))
+    res, checks = _dlr_frozen(frozen, f.astype(dtype), _rtol_array(rtol, dtype))
     _raise_if_undefined(res, checks, "features", "outputs")
     return res
 

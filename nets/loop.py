@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from metrics import freeze_features
 from nets.batch import active_batcher
 from nets.blas import one_blas_thread
 from nets.checkpoint import Checkpointer
@@ -42,7 +43,15 @@ from nets.evaluate import (
     log_values,
 )
 from nets.history import History, JsonlLog, TrainingDiverged
-from nets.step import Program, TrainState, build, epoch_order, forward, learning_rate, run_jit
+from nets.step import (
+    Program,
+    TrainState,
+    build,
+    epoch_order,
+    forward,
+    learning_rate_jit,
+    run_jit,
+)
 
 _TRACE_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -281,13 +290,16 @@ def train(
             cached.extend(
                 features_and_outputs(program, state, hp, xs, chunk)[0] for xs, _ in subsets
             )
-        feats = tuple(cached) if cached else None
-        values = jax.device_get(log_values(program, state, hp, *subsets, traced, chunk, feats))
+            cached.extend(freeze_features(f) for f in tuple(cached))
+        feats, frozen = (tuple(cached[:2]), tuple(cached[2:])) if cached else (None, None)
+        values = jax.device_get(
+            log_values(program, state, hp, *subsets, traced, chunk, feats, frozen)
+        )
         host_values = host_metric_values(program, state, hp, subsets, host, chunk)
         rec: dict[str, Any] = {
             "step": step,
             "epoch": step / spe,
-            "lr": float(learning_rate(program, hp, jnp.asarray(step))),
+            "lr": float(learning_rate_jit(program, hp, step)),
             "loss": loss_sum / loss_count if loss_count else math.nan,
         }
         rec.update(record_values(values, host_values))

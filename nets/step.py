@@ -318,6 +318,7 @@ def forward(
 
 # The compiled entry points: ``program`` is static (jax's cache keys on it), the state donated.
 run_jit = jit(run, static_argnums=0, donate_argnums=1)
+learning_rate_jit = jit(learning_rate, static_argnums=0)  # one dispatch per log point, not ~10
 run_many = jit(
     jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=0, donate_argnums=1
 )

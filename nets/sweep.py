@@ -35,7 +35,7 @@ from nets.loop import (
     run_length,
     split_metrics,
 )
-from nets.step import build, epoch_order, forward, learning_rate, run_many
+from nets.step import build, epoch_order, forward, learning_rate_jit, run_many
 
 
 @jit(static_argnums=(2, 3, 4))
@@ -146,7 +146,7 @@ def train_many(
     def record(step: int) -> None:
         t0 = time.perf_counter()
         values = jax.device_get(_log_many(program, state, hp, *subsets, traced, chunk))
-        lrs = np.asarray(jax.vmap(lambda h: learning_rate(program, h, jnp.asarray(step)))(hp))
+        lrs = np.asarray(jax.vmap(lambda h: learning_rate_jit(program, h, step))(hp))
         for i in np.flatnonzero(alive):
             host_values = {}
             if host:

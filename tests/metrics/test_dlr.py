@@ -189,3 +189,77 @@ def test_jit_entry_points_and_nan_for_constant_outputs_under_jit():
         float(dlr(np.tile(phi, (2, 1)), np.tile(f, (2, 1))))
     )
     assert np.isnan(float(step(phi, const)))
+
+
+# ------------------------------------------------------------- frozen features (reused Φ_cᵀΦ_c)
+
+
+def _graded(seed, n, p, c, decay):
+    """Features with column scales 10^(−decay·j/p) around a large mean (ill-conditioned Gram)."""
+    rng = np.random.default_rng(seed)
+    phi = rng.normal(size=(n, p)) * 10.0 ** (-decay * np.arange(p) / p) + 4.0
+    f = phi @ rng.normal(size=(p, c)) + 0.1 * rng.normal(size=(n, c))
+    return phi, f
+
+
+@pytest.mark.parametrize(
+    "phi,f",
+    [
+        _problem(20, 150, 40, 10),  # large feature mean
+        _problem(21, 60, 90, 5),  # p > n
+        _graded(22, 200, 30, 4, decay=6.0),  # graded spectrum, κ(Φ_c) ~ 10⁶
+        (  # near-collapse: rank-one features plus 1e-7 noise
+            np.outer(np.linspace(-1, 1, 120), np.ones(12))
+            + 1e-7 * np.random.default_rng(23).normal(size=(120, 12)),
+            np.random.default_rng(24).normal(size=(120, 3)),
+        ),
+    ],
+)
+def test_frozen_features_match_dlr_and_the_naive_definition(phi, f):
+    from metrics import dlr_with_rank, dlr_with_rank_frozen, freeze_features
+
+    frozen = freeze_features(phi)
+    got, ref = dlr_with_rank_frozen(frozen, f), dlr_with_rank(phi, f)
+    assert got.value.dtype == jnp.float64
+    assert int(got.rank) == int(ref.rank)
+    assert float(got.value) == pytest.approx(naive_dlr(phi, f), abs=1e-10)
+    assert float(got.value) == pytest.approx(float(ref.value), abs=1e-10)
+    # float32 in, float32 out, within float32 rounding of the float64 answer
+    got32 = dlr_with_rank_frozen(freeze_features(np.float32(phi)), np.float32(f))
+    assert got32.value.dtype == jnp.float32
+    assert float(got32.value) == pytest.approx(float(ref.value), abs=5e-5)
+
+
+def test_frozen_features_are_reused_across_outputs_and_under_jit():
+    from metrics import dlr_with_rank_frozen, freeze_features
+
+    phi, f = _problem(25, 100, 20, 4)
+    frozen = freeze_features(phi)
+    rng = np.random.default_rng(26)
+    step = jax.jit(dlr_with_rank_frozen)
+    for head in (f, f @ rng.normal(size=(4, 4)), rng.normal(size=(100, 2))):
+        assert float(step(frozen, head).value) == pytest.approx(naive_dlr(phi, head), abs=1e-10)
+    assert np.isnan(float(step(frozen, np.full((100, 2), 3.0)).value))  # undefined → NaN
+    # extreme magnitudes: Φ·2⁻ᵉ keeps the Gram in range (float32 ~1e20 and ~1e-30)
+    for scale in (1e20, 1e-30):
+        big = freeze_features(np.float32(phi * scale))
+        assert float(dlr_with_rank_frozen(big, np.float32(f)).value) == pytest.approx(
+            naive_dlr(phi, f), abs=5e-5
+        )
+
+
+def test_frozen_features_bad_input():
+    from metrics import dlr_with_rank_frozen, freeze_features
+
+    phi, f = _problem(27, 30, 5, 2)
+    frozen = freeze_features(phi)
+    with pytest.raises(ValueError, match="frozen features 30"):
+        dlr_with_rank_frozen(frozen, f[:20])
+    with pytest.raises(ValueError, match="C ≤ n"):
+        dlr_with_rank_frozen(freeze_features(phi[:3]), np.ones((3, 4)))
+    with pytest.raises(ValueError, match="zero numerical rank"):
+        dlr_with_rank_frozen(frozen, np.zeros((30, 2)))
+    with pytest.raises(ValueError, match="constant over samples"):
+        dlr_with_rank_frozen(freeze_features(np.ones((30, 5))), f)
+    with pytest.raises(ValueError, match="features must be a 2-D"):
+        freeze_features(np.ones(30))

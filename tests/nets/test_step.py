@@ -248,7 +248,7 @@ def test_regression_targets_log_loss_without_accuracy():
 
 
 def test_lazy_log_points_reuse_features_and_match_an_independent_evaluation(small):
-    """Last-layer-only without batch statistics: Φ is cached, the records stay exact."""
+    """Last-layer-only without batch statistics: Φ and Φ_cᵀΦ_c are cached, the records stay exact."""
     import metrics
 
     cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2, last_layer_only=True)
