@@ -150,7 +150,9 @@ def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray):
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    train_step = jit(train_step, donate_argnums=(0, 1))  # nets' programs: jax.jit + CPU options
+    # as nets compiles its programs: jax.jit + the CPU options for convolutional models
+    conv = any(isinstance(m, nnx.Conv) for _, m in nnx.iter_modules(model))
+    train_step = jit(train_step, donate_argnums=(0, 1), options_if=lambda *a, **k: conv)
     state = [params, opt_state]
 
     def step():

@@ -11,6 +11,10 @@ training step (AdamW, batch 512) 108–117 → 44–46 ms. Keeping YNNPACK for t
 rest came from the reductions. The MLP steps (dots only) are unchanged (bench_training.py,
 bench_vmap_sweep.py: within 3 %).
 
+nets applies them to the programs of convolutional models only (``options_if=`` of :func:`jit`,
+:func:`nets.step.uses_cpu_options`): for the MLP and the transformer they change nothing in
+training but slow the small reductions of D_LR at the log points (1.5 → 1.9 ms at 384 × 512).
+
 The options are passed per program (``jax.jit(..., compiler_options=...)``), so importing nets
 changes no global XLA state and other programs of the process compile as before. They apply on
 the CPU backend only, and only where the installed jaxlib knows them: :func:`compiler_options`
@@ -65,10 +69,17 @@ def _tracing(args: tuple, kwargs: dict) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs)))
 
 
-def jit(fun: Callable | None = None, **jit_kwargs: Any) -> Callable:
+def jit(
+    fun: Callable | None = None,
+    *,
+    options_if: Callable[..., bool] | None = None,
+    **jit_kwargs: Any,
+) -> Callable:
     """``jax.jit(fun, **jit_kwargs)`` compiled with :func:`compiler_options` of the default backend.
 
-    Usable as ``jit(f, static_argnums=0)`` or as the decorator ``@jit(static_argnums=0)``. The
+    ``options_if(*args, **kwargs)``, when given, decides per call (from the arguments, e.g. a
+    static first argument) whether the options apply; ``None`` applies them always. Usable as
+    ``jit(f, static_argnums=0)`` or as the decorator ``@jit(static_argnums=0)``. The
     backend is read at the first call of each program, not at import (importing nets initialises
     no backend); each of the two variants (with/without options) is a ``jax.jit`` of its own, so
     jax's compilation cache works as usual. Called inside another ``jit``/``vmap`` trace it is the
@@ -76,13 +87,15 @@ def jit(fun: Callable | None = None, **jit_kwargs: Any) -> Callable:
     own options apply to it).
     """
     if fun is None:
-        return functools.partial(jit, **jit_kwargs)
+        return functools.partial(jit, options_if=options_if, **jit_kwargs)
     plain = jax.jit(fun, **jit_kwargs)
     tuned: dict[tuple, Callable] = {}
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
         options = compiler_options()
+        if options is not None and options_if is not None and not options_if(*args, **kwargs):
+            options = None
         if options is None or _tracing(args, kwargs):  # nested in another trace: inlined there
             return plain(*args, **kwargs)
         key = tuple(sorted(options.items()))

@@ -22,7 +22,7 @@ from nets.compiler import jit
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.losses import accuracy
-from nets.step import Program, TrainState, build, forward, loss_value
+from nets.step import Program, TrainState, build, forward, loss_value, uses_cpu_options
 
 EVAL_CHUNK = 1024  # rows per forward call: bounds activation memory of the conv nets
 
@@ -63,7 +63,7 @@ def default_metric(features: jax.Array, outputs: jax.Array):
     return metrics.dlr_with_rank(features, outputs)
 
 
-@jit(static_argnums=(0, 5, 6))
+@jit(static_argnums=(0, 5, 6), options_if=uses_cpu_options)
 def log_values(
     program: Program,
     state: TrainState,
@@ -118,7 +118,7 @@ def log_values(
     return out
 
 
-@jit(static_argnums=(0, 4))
+@jit(static_argnums=(0, 4), options_if=uses_cpu_options)
 def _features_outputs(program, state, hp, x, chunk):
     return forward_all(program, state, x, hp, chunk)
 
@@ -136,7 +136,7 @@ def features_and_outputs(
     return _features_outputs(program, state, hp, jnp.asarray(x), chunk)
 
 
-@jit(static_argnums=(0, 5))
+@jit(static_argnums=(0, 5), options_if=uses_cpu_options)
 def _split_stats(program, state, hp, x, y, chunk):
     _, outs = forward_all(program, state, x, hp, chunk)
     return loss_and_accuracy(program, outs, y, hp)

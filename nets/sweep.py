@@ -11,6 +11,7 @@ initialisation, data order, augmentation and hyper-parameters. Run i equals
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,15 +36,22 @@ from nets.loop import (
     run_length,
     split_metrics,
 )
-from nets.step import build, epoch_order, forward, learning_rate_jit, run_many
+from nets.step import (
+    build,
+    epoch_order,
+    forward,
+    learning_rate_jit,
+    run_many,
+    uses_cpu_options,
+)
 
 
-@jit(static_argnums=(2, 3, 4))
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
 def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
     return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
 
 
-@jit(static_argnums=(0, 5, 6))
+@jit(static_argnums=(0, 5, 6), options_if=uses_cpu_options)
 def _log_many(program, states, hps, fit, held, metric_fns, chunk):
     # lax.map, not vmap: one run at a time keeps the metrics' small GEMMs and eigh unbatched,
     # which XLA:CPU runs ~4x faster per run than their batched forms (bench_vmap_sweep.py).

@@ -79,3 +79,25 @@ def test_lenet5_training_is_the_same_with_and_without_the_options():
     for a, b in zip(jax.tree.leaves(pa), jax.tree.leaves(pb), strict=True):
         np.testing.assert_allclose(a, b, **TOL["compiler_options"])
     assert not np.allclose(jax.tree.leaves(pa)[0], jax.tree.leaves(params)[0])  # it trained
+
+
+def test_options_if_decides_per_call_and_nets_applies_them_to_convolutional_models(monkeypatch):
+    from nets import MLP, TrainConfig
+    from nets.step import build, uses_cpu_options
+
+    # a stand-in jax.jit whose compiled "program" reports the options it was built with
+    monkeypatch.setattr(compiler, "compiler_options", lambda backend=None: {"probe": "1"})
+    monkeypatch.setattr(
+        compiler.jax, "jit", lambda f, **kw: lambda *a, **k: kw.get("compiler_options")
+    )
+    f = compiler.jit(lambda flag, x: x, options_if=lambda flag, x: flag)
+    assert f(True, 1.0) == {"probe": "1"}
+    assert f(False, 1.0) is None
+    assert f(True, 1.0) == {"probe": "1"}
+    monkeypatch.undo()
+
+    def program(model):
+        return build(model, TrainConfig(), num_classes=10, steps_per_epoch=1, total_steps=1)[0]
+
+    assert uses_cpu_options(program(LeNet5(rngs=nnx.Rngs(0))))
+    assert not uses_cpu_options(program(MLP(64, (8,), 10, rngs=nnx.Rngs(0))))
