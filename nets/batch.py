@@ -125,6 +125,7 @@ class TrainBatcher:
                 c.kwargs.get("log_every"),
                 c.kwargs.get("eval_size", 2048),
                 _metrics_signature(c.kwargs.get("metrics")),
+                tuple(c.kwargs.get("metric_splits", ("train", "test"))),
             )
             groups.setdefault(key, []).append(c)
         return list(groups.values())
@@ -154,6 +155,7 @@ class TrainBatcher:
                 log_every=first.get("log_every"),
                 eval_size=first.get("eval_size", 2048),
                 metrics=first.get("metrics"),
+                metric_splits=first.get("metric_splits", ("train", "test")),
             )
         except Exception as e:
             for c in group:

@@ -63,7 +63,10 @@ def default_metric(features: jax.Array, outputs: jax.Array):
     return metrics.dlr_with_rank(features, outputs)
 
 
-@jit(static_argnums=(0, 5, 6), options_if=uses_cpu_options)
+SPLITS = ("train", "test")  # the fit and held-out subsets of a log point
+
+
+@jit(static_argnums=(0, 5, 6), static_argnames="metric_splits", options_if=uses_cpu_options)
 def log_values(
     program: Program,
     state: TrainState,
@@ -74,6 +77,8 @@ def log_values(
     chunk: int = EVAL_CHUNK,
     features: tuple[jax.Array, jax.Array] | None = None,
     frozen: tuple[metrics.FrozenFeatures, metrics.FrozenFeatures] | None = None,
+    *,
+    metric_splits: tuple[str, ...] = SPLITS,
 ) -> dict:
     """Loss, accuracy and the traceable metrics on the fit (train) and held-out (test) subsets.
 
@@ -89,6 +94,7 @@ def log_values(
       frozen: with ``features``, their :func:`metrics.freeze_features`; the default metric
         (:func:`default_metric`) then reuses their Φ_cᵀΦ_c (:func:`metrics.dlr_with_rank_frozen`,
         O(npC) per log point instead of O(np²)).
+      metric_splits: the subsets on which ``metric_fns`` are computed (loss and accuracy: both).
 
     Returns:
       ``{"train_loss", "train_acc", "test_loss", ..., "<name>_train": value,
@@ -97,16 +103,14 @@ def log_values(
     out = {}
     known = (None, None) if features is None else features
     stats = (None, None) if frozen is None else frozen
-    for split, (x, y), feats, fixed in zip(
-        ("train", "test"), (fit, held), known, stats, strict=True
-    ):
+    for split, (x, y), feats, fixed in zip(SPLITS, (fit, held), known, stats, strict=True):
         if feats is None:
             feats, outs = forward_all(program, state, x, hp, chunk)
         else:
             model = nnx.merge(program.graphdef_eval, state.trainable, state.rest)
             outs = hp.output_scale.astype(feats.dtype) * model.head(feats)
         out.update({f"{split}_{k}": v for k, v in loss_and_accuracy(program, outs, y, hp).items()})
-        for name, fn in metric_fns:
+        for name, fn in metric_fns if split in metric_splits else ():
             if fn is default_metric and fixed is not None:
                 value = metrics.dlr_with_rank_frozen(fixed, outs)
             else:

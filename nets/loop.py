@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.evaluate import (
     EVAL_CHUNK,
+    SPLITS,
     default_metric,
     features_and_outputs,
     frozen_features,
@@ -140,14 +141,31 @@ def record_values(values: Mapping[str, Any], host_metrics: Mapping[str, Any] | N
     return rec
 
 
+def check_metric_splits(splits: Sequence[str]) -> tuple[str, ...]:
+    """``splits`` as a tuple in canonical order; ValueError unless a non-empty subset of SPLITS."""
+    if isinstance(splits, str) or not set(splits) <= set(SPLITS) or not splits:
+        raise ValueError(
+            f"metric_splits must be a non-empty sequence drawn from {SPLITS}, got {splits!r}"
+        )
+    return tuple(s for s in SPLITS if s in splits)
+
+
 def host_metric_values(
-    program: Program, state: TrainState, hp, subsets, host: tuple, chunk: int = EVAL_CHUNK
+    program: Program,
+    state: TrainState,
+    hp,
+    subsets,
+    host: tuple,
+    chunk: int = EVAL_CHUNK,
+    metric_splits: tuple[str, ...] = SPLITS,
 ) -> dict:
     """Host-side metrics on the fit/eval subsets; a ``ValueError`` becomes its message (NaN)."""
     out = {}
     if not host:
         return out
-    for split, (xs, _) in zip(("train", "test"), subsets, strict=True):
+    for split, (xs, _) in zip(SPLITS, subsets, strict=True):
+        if split not in metric_splits:
+            continue
         feats, outs = features_and_outputs(program, state, hp, xs, chunk)
         for name, fn in host:
             try:
@@ -167,6 +185,7 @@ def train(
     log_every: int | None = None,
     eval_size: int = 2048,
     metrics: Mapping[str, Callable] | None = None,
+    metric_splits: Sequence[str] = SPLITS,
     callback: Callable[[dict, nnx.Module], None] | None = None,
     run_dir: str | Path | None = None,
     checkpoint_every: int = 0,
@@ -194,6 +213,9 @@ def train(
         ``name_train``, ``name_test``); default ``{"dlr": metrics.dlr_with_rank}``. Traceable
         functions run on device inside the log point's jitted program; others (NumPy,
         ``float(...)``) on the host. NaN or a ``ValueError`` records NaN with the reason.
+      metric_splits: the subsets the metrics are computed on, ``("train", "test")`` (default)
+        or one of them (e.g. ``("test",)`` when only ``dlr_test`` is used: one D_LR Gram less
+        per log point). Loss and accuracy are always logged on both.
       callback: called as ``callback(record, model)`` after each log point.
       run_dir: folder for ``metrics.jsonl`` (written as computed) and ``checkpoints/``.
       checkpoint_every: save an orbax checkpoint every this many steps (0: never); needs
@@ -214,7 +236,7 @@ def train(
     batcher = active_batcher()
     if batcher is not None:  # a thread of a batched sweep (nets.batch): maybe vmapped with others
         kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
-                      callback=callback, run_dir=run_dir, checkpoint_every=checkpoint_every,
+                      metric_splits=metric_splits, callback=callback, run_dir=run_dir, checkpoint_every=checkpoint_every,
                       resume=resume, data_parallel=data_parallel, progress=progress)  # fmt: skip
         return batcher.submit(model, data, config, kwargs)
     config.validate()
@@ -231,6 +253,7 @@ def train(
         raise ValueError(f"log_every must be ≥ 1, got {log_every}")
     if eval_size < 2:
         raise ValueError(f"eval_size must be ≥ 2, got {eval_size}")
+    metric_splits = check_metric_splits(metric_splits)
 
     mesh = None
     if data_parallel is True:
@@ -293,9 +316,19 @@ def train(
             cached.extend(freeze_features(f) for f in tuple(cached))
         feats, frozen = (tuple(cached[:2]), tuple(cached[2:])) if cached else (None, None)
         values = jax.device_get(
-            log_values(program, state, hp, *subsets, traced, chunk, feats, frozen)
+            log_values(
+                program,
+                state,
+                hp,
+                *subsets,
+                traced,
+                chunk,
+                feats,
+                frozen,
+                metric_splits=metric_splits,
+            )  # fmt: skip
         )
-        host_values = host_metric_values(program, state, hp, subsets, host, chunk)
+        host_values = host_metric_values(program, state, hp, subsets, host, chunk, metric_splits)
         rec: dict[str, Any] = {
             "step": step,
             "epoch": step / spe,

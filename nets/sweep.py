@@ -29,6 +29,7 @@ from nets.data.base import Dataset, validate
 from nets.evaluate import EVAL_CHUNK, default_metric, log_values
 from nets.history import History, TrainingDiverged
 from nets.loop import (
+    check_metric_splits,
     default_log_every,
     eval_subset,
     host_metric_values,
@@ -51,12 +52,12 @@ def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> 
     return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
 
 
-@jit(static_argnums=(0, 5, 6), options_if=uses_cpu_options)
-def _log_many(program, states, hps, fit, held, metric_fns, chunk):
+@jit(static_argnums=(0, 5, 6, 7), options_if=uses_cpu_options)
+def _log_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits):
     # lax.map, not vmap: one run at a time keeps the metrics' small GEMMs and eigh unbatched,
     # which XLA:CPU runs ~4x faster per run than their batched forms (bench_vmap_sweep.py).
     def one(args):
-        return log_values(program, *args, fit, held, metric_fns, chunk)
+        return log_values(program, *args, fit, held, metric_fns, chunk, metric_splits=metric_splits)
 
     return jax.lax.map(one, (states, hps))
 
@@ -79,6 +80,7 @@ def train_many(
     log_every: int | None = None,
     eval_size: int = 2048,
     metrics: Mapping[str, Callable] | None = None,
+    metric_splits: Sequence[str] = ("train", "test"),
     progress: bool = False,
 ) -> tuple[list[nnx.Module], list[History]]:
     """Train R runs at once: run i is ``train(models[i], data, configs[i], key=keys[i])``.
@@ -90,7 +92,7 @@ def train_many(
         ``weight_decay``, ``b1``, ``b2``, ``eps``, ``step_factor``, target/input/output scales)
         and in the initial-parameter knobs ``weight_scale`` / ``layer_balance``.
       keys: R PRNG keys of data order and augmentation.
-      log_every, eval_size, metrics, progress: as :func:`nets.train`.
+      log_every, eval_size, metrics, metric_splits, progress: as :func:`nets.train`.
 
     Returns:
       (R trained models in eval mode, R :class:`History`; their times are each run's share,
@@ -138,6 +140,7 @@ def train_many(
     )
     chunk = min(EVAL_CHUNK, max(len(s[0]) for s in subsets))
     metric_fns = {"dlr": default_metric} if metrics is None else dict(metrics)
+    metric_splits = check_metric_splits(metric_splits)
     one_state, one_hp = built[0][1], built[0][2]
     f_struct, o_struct = jax.eval_shape(
         lambda s, xs: forward(program, s, xs, one_hp), one_state, subsets[0][0]
@@ -153,14 +156,17 @@ def train_many(
 
     def record(step: int) -> None:
         t0 = time.perf_counter()
-        values = jax.device_get(_log_many(program, state, hp, *subsets, traced, chunk))
+        values = jax.device_get(
+            _log_many(program, state, hp, *subsets, traced, chunk, metric_splits)
+        )
         lrs = np.asarray(jax.vmap(lambda h: learning_rate_jit(program, h, step))(hp))
         for i in np.flatnonzero(alive):
             host_values = {}
             if host:
                 host_values = host_metric_values(
-                    program, _unstack(state, i), _unstack(hp, i), subsets, host, chunk
-                )
+                    program, _unstack(state, i), _unstack(hp, i), subsets, host, chunk,
+                    metric_splits,
+                )  # fmt: skip
             rec = {
                 "step": step,
                 "epoch": step / spe,

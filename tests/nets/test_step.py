@@ -260,3 +260,25 @@ def test_lazy_log_points_reuse_features_and_match_an_independent_evaluation(smal
     dlr = float(metrics.dlr(model.features(x), model(x)))
     np.testing.assert_allclose(hist.final["dlr_test"], dlr, **TOL["same_dlr"])
     assert hist.records[0]["test_loss"] != hist.final["test_loss"]  # the head did train
+
+
+def test_metric_splits_restrict_the_metrics_not_loss_and_accuracy(small):
+    cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2)
+    kw = dict(key=jax.random.key(3), log_every=6, eval_size=100, progress=False)
+    _, both = train(_mlp(0), small, cfg, **kw)
+    _, test_only = train(_mlp(0), small, cfg, metric_splits=("test",), **kw)
+    assert "dlr_train" not in test_only.final and "dlr_train" in both.final
+    assert np.all(np.isnan(test_only.column("dlr_train")))
+    for key in ("dlr_test", "test_loss", "train_loss", "train_acc"):
+        np.testing.assert_allclose(test_only.column(key), both.column(key), **TOL["same_dlr"])
+    # the vmapped trainer takes the same option
+    _, hists = train_many(
+        [_mlp(0), _mlp(1)], small, [cfg, cfg], [jax.random.key(3)] * 2, log_every=6,
+        eval_size=100, metric_splits=["train"],
+    )  # fmt: skip
+    assert "dlr_train" in hists[0].final and "dlr_test" not in hists[0].final
+    np.testing.assert_allclose(hists[0].column("dlr_train"), both.column("dlr_train"),
+                               **TOL["vmap_log"])  # fmt: skip
+    for bad in (("val",), "test", ()):
+        with pytest.raises(ValueError, match="metric_splits"):
+            train(_mlp(0), small, cfg, metric_splits=bad, **kw)
