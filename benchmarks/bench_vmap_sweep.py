@@ -22,7 +22,9 @@ goes (History times and a profile): the 16 × 225 SGD steps 0.09 s, the 16 × 11
 0.04 s, the rest creating the 16 models and unstacking them. One digits-MLP step (batch 64) already
 runs at ~24 GFLOP/s unbatched, so vmapping the steps gains ~1.5×; the rest of the gain is the
 per-call work of ``train`` (~17 ms a call). Re-measured idle on 2026-11-24 (stop 17): 16 × 2.60 s
-per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×). Why 5× against warm
+per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×). Stop 18 (after
+nets.compiler; MLP programs compile as before): 16 × 2.36 s vs 2.58 s (14.6×), warm 0.58 s vs
+0.33 s (1.7×). Why 5× against warm
 in-process calls cannot be reached on this CPU: both sides do the same arithmetic (16 × 225 steps,
 16 × 11 log points). In ``train_many`` the steps take 0.08–0.09 s (~39 GFLOP/s on small GEMMs;
 ≥ ~0.035 s even at this CPU's small-GEMM peak) and the log points ~0.11 s (vmapping them was no

@@ -11,9 +11,10 @@ Needs ``torch`` (benchmark-only dependency: ``pip install torch==2.13.0``, the C
 
 Issue 12, item 5 (target ≥ 1.0 for both); every number idle on the 2-core CPU unless stated.
 
-**Current (stop 18, jax 0.10.2, torch 2.13.0 CPU, 5 rounds): LeNet-5 18.9–22.6 steps/s vs PyTorch
-41.8–45.9, ratio 0.45–0.49; transformer 11.7–14.7 vs 18.2–23.6, ratio 0.62–0.66. The target is not
-met.** Before stop 18: LeNet-5 0.20, transformer 0.64–0.65 (issue filed at 0.17 / 0.82).
+**Current (stop 18, jax 0.10.2, torch 2.13.0 CPU, 5 rounds, four runs): LeNet-5 18.9–22.6 steps/s
+vs PyTorch 41.8–45.9, ratio 0.45–0.51; transformer 11.7–14.7 vs 18.2–23.6, ratio 0.62–0.66. The
+target is not met.** Before stop 18: LeNet-5 0.20, transformer 0.64–0.65 (issue filed at 0.17 /
+0.82). The MLP of bench_training.py: 1.15× PyTorch.
 
 What moved LeNet-5 from 0.20 to ~0.47 — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
 0.10 hands single dots, single convolutions *and* reductions to YNNPACK by default. Keeping it for
@@ -21,9 +22,10 @@ the dots only (``xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_INDIVI
 step 108–117 → 44–46 ms: conv1 (512×32×32×1 → 6) forward + weight gradient 68 → 19 ms, conv2
 (14×14×6 → 16) 15 → 6.1 ms, the pool gradient 9.9 → 1.4 ms. Dropping only the convolution left
 61 ms, only the reduction ~60 ms. The options are passed per program (``jax.jit(...,
-compiler_options=...)``, this script's step too), so nothing global is set. Same results to float32
-round-off (tests/nets/test_compiler.py). MLP (bench_training.py, bench_vmap_sweep.py) and the
-transformer: unchanged within 3 %.
+compiler_options=...)``; this script's step takes them as nets does, for convolutional models
+only), so nothing global is set. Same results to float32 round-off (tests/nets/test_compiler.py).
+MLP (bench_training.py, bench_vmap_sweep.py) and transformer steps: unchanged within 3 % with
+them, while D_LR's small reductions get slower (1.5 → 1.9 ms at 384 × 512), hence conv only.
 
 Flags measured idle in stop 18 (LeNet-5 / transformer ms per step, best of 5×10 steps): none
 108 / 68; ``--xla_cpu_use_onednn=true`` 110 / 67; ``xnn_fusion_type=dot`` 110 / 68,
