@@ -34,7 +34,7 @@ import numpy as np
 
 __all__ = ["CPU_OPTIONS", "compiler_options", "jit"]
 
-#: XLA debug options of every nets program on CPU: YNNPACK for single dots only.
+#: XLA debug options of nets' convolutional programs on CPU: YNNPACK for single dots only.
 CPU_OPTIONS: dict[str, str] = {
     "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"
 }
