@@ -33,6 +33,8 @@ Flags measured idle in stop 18 (LeNet-5 / transformer ms per step, best of 5×10
 110 / 67; ``prefer_vector_width=512`` 111 / 67; ``use_xnnpack=false`` 111 / 68; ``ynn_fusion_type``
 ``=individual_dot`` 44–48 / 67, ``=dot`` 46 / 68, ``=dot,eltwise`` 65 / 120. (Stop 12 measured
 flags under a load average of 10–13 and found no consistent win: that load hid the effect.)
+With the options, for the transformer: ``multi_thread_eigen=false`` 73, ``use_fusion_emitters=
+false`` 74, ``enable_concurrency_optimized_scheduler=false`` 73 ms against 67–70: no help.
 
 Tried for LeNet-5 after the options, not kept:
 
@@ -40,6 +42,8 @@ Tried for LeNet-5 after the options, not kept:
   (``custom_vjp``): forward 1.2 ms vs 14 ms alone, but XLA:CPU fuses the sum into the ReLU/pool
   consumers and recomputes it there (forward + ReLU + pool 13 ms, with gradient 35 vs 23 ms).
   ``optimization_barrier`` does not stop the fusion; a stack + sum is simplified back to the adds.
+* conv1 as one GEMM with a Toeplitz matrix per kernel row ((n·32, 32) × (32, 5·28·6), then 5
+  shifted adds): forward 19.5 vs 13.8 ms (the K = 32 GEMM does 5× the convolution's FLOPs).
 * conv2's input gradient as one GEMM + 25 shifted adds (col2im): 8.5 vs 12.3 ms alone, ~4 ms of the
   44 ms step, not worth its own convolution code.
 * Stop 12 (under load): im2col and ``conv_general_dilated_patches`` + GEMM (slower); max-pooling
