@@ -22,11 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from metrics import freeze_features
 from nets.blas import one_blas_thread
 from nets.compiler import jit
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
-from nets.evaluate import EVAL_CHUNK, default_metric, log_values
+from nets.evaluate import EVAL_CHUNK, default_metric, forward_all, frozen_features, log_values
 from nets.history import History, TrainingDiverged
 from nets.loop import (
     check_metric_splits,
@@ -53,11 +54,28 @@ def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> 
 
 
 @jit(static_argnums=(0, 5, 6, 7), options_if=uses_cpu_options)
-def _log_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits):
+def _log_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits, cache=None):
     # lax.map, not vmap: one run at a time keeps the metrics' small GEMMs and eigh unbatched,
     # which XLA:CPU runs ~4x faster per run than their batched forms (bench_vmap_sweep.py).
     def one(args):
-        return log_values(program, *args, fit, held, metric_fns, chunk, metric_splits=metric_splits)
+        state, hp, known = args
+        feats, frozen = (None, None) if known is None else known
+        return log_values(
+            program, state, hp, fit, held, metric_fns, chunk, feats, frozen,
+            metric_splits=metric_splits,
+        )  # fmt: skip
+
+    return jax.lax.map(one, (states, hps, cache))
+
+
+@jit(static_argnums=(0, 5), options_if=uses_cpu_options)
+def _freeze_many(program, states, hps, x_fit, x_held, chunk):
+    """Per run: the features of both subsets and their :func:`metrics.freeze_features`, stacked."""
+
+    def one(args):
+        state, hp = args
+        feats = tuple(forward_all(program, state, x, hp, chunk)[0] for x in (x_fit, x_held))
+        return feats, tuple(freeze_features(f) for f in feats)
 
     return jax.lax.map(one, (states, hps))
 
@@ -154,10 +172,16 @@ def train_many(
     alive = np.ones(R, bool)
     sums, counts = np.zeros(R), 0
 
+    # lazy runs of a model without batch statistics: Φ and Φ_cᵀΦ_c computed once (as nets.train)
+    cache = [] if frozen_features(program, one_state) else None
+
     def record(step: int) -> None:
         t0 = time.perf_counter()
+        if cache == []:
+            cache.append(_freeze_many(program, state, hp, subsets[0][0], subsets[1][0], chunk))
+        known = cache[0] if cache else None
         values = jax.device_get(
-            _log_many(program, state, hp, *subsets, traced, chunk, metric_splits)
+            _log_many(program, state, hp, *subsets, traced, chunk, metric_splits, known)
         )
         lrs = np.asarray(jax.vmap(lambda h: learning_rate_jit(program, h, step))(hp))
         for i in np.flatnonzero(alive):

@@ -282,3 +282,16 @@ def test_metric_splits_restrict_the_metrics_not_loss_and_accuracy(small):
     for bad in (("val",), "test", ()):
         with pytest.raises(ValueError, match="metric_splits"):
             train(_mlp(0), small, cfg, metric_splits=bad, **kw)
+
+
+def test_train_many_lazy_runs_cache_features_and_match_train(small):
+    """Last-layer-only runs in train_many reuse Φ and Φ_cᵀΦ_c like train: same records."""
+    cfg = TrainConfig(lr=0.05, momentum=0.9, batch_size=64, epochs=2, last_layer_only=True)
+    keys = [jax.random.key(5), jax.random.key(6)]
+    kw = dict(log_every=6, eval_size=100)
+    _, hists = train_many([_mlp(0), _mlp(1)], small, [cfg, cfg], keys, **kw)
+    for i, seed in enumerate((0, 1)):
+        _, ref = train(_mlp(seed), small, cfg, key=keys[i], progress=False, **kw)
+        for key in ("dlr_train", "dlr_test", "test_loss", "train_acc"):
+            np.testing.assert_allclose(hists[i].column(key), ref.column(key), **TOL["vmap_log"])
+    assert hists[0].records[0]["test_loss"] != hists[0].final["test_loss"]  # the heads trained
