@@ -233,11 +233,13 @@ def train(
         checkpoint is kept).
       nets.checkpoint.CheckpointError: an unreadable checkpoint when resuming.
     """
+    metric_splits = check_metric_splits(metric_splits)  # before batching: a clear error here
     batcher = active_batcher()
     if batcher is not None:  # a thread of a batched sweep (nets.batch): maybe vmapped with others
         kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
-                      metric_splits=metric_splits, callback=callback, run_dir=run_dir, checkpoint_every=checkpoint_every,
-                      resume=resume, data_parallel=data_parallel, progress=progress)  # fmt: skip
+                      metric_splits=metric_splits, callback=callback, run_dir=run_dir,
+                      checkpoint_every=checkpoint_every, resume=resume,
+                      data_parallel=data_parallel, progress=progress)  # fmt: skip
         return batcher.submit(model, data, config, kwargs)
     config.validate()
     validate(data)
@@ -253,7 +255,6 @@ def train(
         raise ValueError(f"log_every must be ≥ 1, got {log_every}")
     if eval_size < 2:
         raise ValueError(f"eval_size must be ≥ 2, got {eval_size}")
-    metric_splits = check_metric_splits(metric_splits)
 
     mesh = None
     if data_parallel is True:
