@@ -74,6 +74,7 @@ from torch import nn
 
 from nets.compiler import jit
 from nets.models import LeNet5, Transformer
+from nets.step import has_convolution
 
 BATCH = 512
 P = 97  # modular division mod 97: tokens "a ∘ b =", vocabulary p + 2
@@ -157,7 +158,7 @@ def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray):
         return optax.apply_updates(params, updates), opt_state, loss
 
     # as nets compiles its programs: jax.jit + the CPU options for convolutional models
-    conv = any(isinstance(m, nnx.Conv) for _, m in nnx.iter_modules(model))
+    conv = has_convolution(model)
     train_step = jit(train_step, donate_argnums=(0, 1), options_if=lambda *a, **k: conv)
     state = [params, opt_state]
 

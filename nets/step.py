@@ -158,13 +158,14 @@ def build(
         int(steps_per_epoch),
         int(total_steps),
         mesh,
-        _has_convolution(model),
+        has_convolution(model),
     )
     hp = hparams(config, dtype)
     return program, program.init(model, hp), hp
 
 
-def _has_convolution(model: nnx.Module) -> bool:
+def has_convolution(model: nnx.Module) -> bool:
+    """Whether ``model`` contains an ``nnx.Conv`` (:attr:`Program.convolutional`)."""
     modules = nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
     return any(isinstance(m, nnx.Conv) for _, m in modules)
 
