@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nets.models.layers import POOLS, check_images, conv, linear, pool2d
+from nets.models.conv_pool import conv_pool
+from nets.models.layers import POOLS, check_images, conv, linear
 
 _ACTIVATIONS = {"relu": jax.nn.relu, "tanh": jnp.tanh}
 
@@ -65,15 +66,14 @@ class LeNet5(nnx.Module):
         self.fc2 = linear(120, 84, **kw)
         self.head = linear(84, num_classes, **kw)
 
-    def _pool(self, x: jax.Array) -> jax.Array:
-        return pool2d(x, 2, self.pool)
-
     def features(self, x: jax.Array) -> jax.Array:
         """Penultimate features Φ(x), shape (n, 84), from images x of shape (n, S, S, in_channels)."""
         check_images(x, self.image_size, self.in_channels, "LeNet5")
         act = _ACTIVATIONS[self.activation]
-        x = self._pool(act(self.conv1(x)))
-        x = self._pool(act(self.conv2(x)))
+        # pool2d(act(conv(x)), 2) as one convolution on the 2×2 windows (nets.models.conv_pool);
+        # ReLU and tanh are nondecreasing, so a max-pool commutes with them
+        x = conv_pool(self.conv1, x, size=2, kind=self.pool, act=act, monotone=True)
+        x = conv_pool(self.conv2, x, size=2, kind=self.pool, act=act, monotone=True)
         x = x.reshape(x.shape[0], -1)
         return act(self.fc2(act(self.fc1(x))))
 

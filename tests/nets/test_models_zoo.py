@@ -391,10 +391,8 @@ def test_bad_names_and_options():
 # ------------------------------------------------- PyTorch parity (optional: needs torch, slow)
 
 
-@pytest.mark.slow
-def test_transformer_matches_teddykoker_pytorch_model():
-    """Same weights in teddykoker/grokking's PyTorch model give the same logits (float64)."""
-    torch = pytest.importorskip("torch")
+def _bench_zoo():
+    """benchmarks/bench_zoo.py as a module (its PyTorch models)."""
     import importlib.util
     import pathlib
 
@@ -402,7 +400,62 @@ def test_transformer_matches_teddykoker_pytorch_model():
     spec = importlib.util.spec_from_file_location("bench_zoo", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    TorchTransformer = bench.TorchTransformer
+    return bench
+
+
+@pytest.mark.slow
+def test_lenet5_matches_pytorch_model_values_and_gradients():
+    """Same weights in bench_zoo's PyTorch LeNet-5 give the same logits and gradients (float64).
+
+    Checks the blocked conv → ReLU → max-pool of :mod:`nets.models.conv_pool` against
+    ``nn.Conv2d`` + ``max_pool2d``; torch flattens (C, H, W), nets (H, W, C), hence fc1's rows.
+    """
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    ref = _bench_zoo().TorchLeNet5().double()
+    model = LeNet5(param_dtype=jnp.float64, rngs=nnx.Rngs(0))
+
+    def hwio(t):  # (O, C, kh, kw) → (kh, kw, C, O)
+        return t.detach().numpy().transpose(2, 3, 1, 0)
+
+    fc1 = ref.fc1.weight.detach().numpy().reshape(120, 16, 5, 5).transpose(2, 3, 1, 0)
+    for ours, value in (
+        (model.conv1.kernel, hwio(ref.conv1.weight)),
+        (model.conv2.kernel, hwio(ref.conv2.weight)),
+        (model.fc1.kernel, fc1.reshape(400, 120)),
+        (model.fc2.kernel, ref.fc2.weight.detach().numpy().T),
+        (model.head.kernel, ref.head.weight.detach().numpy().T),
+    ):
+        ours.set_value(jnp.asarray(value))
+    for ours, theirs in zip(
+        (model.conv1, model.conv2, model.fc1, model.fc2, model.head),
+        (ref.conv1, ref.conv2, ref.fc1, ref.fc2, ref.head),
+        strict=True,
+    ):
+        ours.bias.set_value(jnp.asarray(theirs.bias.detach().numpy()))
+    x = np.random.default_rng(0).normal(size=(6, 32, 32, 1))
+    y = np.arange(6) % 10
+    logits = ref(torch.from_numpy(x.transpose(0, 3, 1, 2)))
+    torch.nn.functional.cross_entropy(logits, torch.from_numpy(y)).backward()
+    np.testing.assert_allclose(
+        model(jnp.asarray(x)), logits.detach().numpy(), rtol=1e-10, atol=1e-12
+    )
+
+    def loss(m):
+        logp = jax.nn.log_softmax(m(jnp.asarray(x)))
+        return -jnp.mean(logp[jnp.arange(6), y])
+
+    grads = nnx.grad(loss)(model)
+    np.testing.assert_allclose(grads.conv1.kernel[...], hwio(ref.conv1.weight.grad), atol=1e-12)
+    np.testing.assert_allclose(grads.conv2.kernel[...], hwio(ref.conv2.weight.grad), atol=1e-12)
+    np.testing.assert_allclose(grads.conv2.bias[...], ref.conv2.bias.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_transformer_matches_teddykoker_pytorch_model():
+    """Same weights in teddykoker/grokking's PyTorch model give the same logits (float64)."""
+    torch = pytest.importorskip("torch")
+    TorchTransformer = _bench_zoo().TorchTransformer
 
     torch.manual_seed(0)
     ref = TorchTransformer(P + 2).double().eval()
