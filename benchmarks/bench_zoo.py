@@ -74,6 +74,7 @@ from torch import nn
 
 from nets.compiler import jit
 from nets.models import LeNet5, Transformer
+from nets.models.convolution import loop_friendly
 from nets.step import has_convolution
 
 BATCH = 512
@@ -142,51 +143,72 @@ def torch_stepper(model: nn.Module, x: np.ndarray, y: np.ndarray):
 # --------------------------------------------------------------------------------------- JAX
 
 
-def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray):
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray, chunk: int = 1):
+    """A callable running ``chunk`` AdamW steps per call and returning the last loss.
+
+    ``chunk = 1``: one jitted step per call, synchronised like PyTorch's ``loss.item()``.
+    ``chunk > 1``: a ``lax.scan`` of ``chunk`` steps per call, as ``nets.train`` runs its
+    steps between log points. Both compile as nets does: the training copy from
+    :func:`nets.models.convolution.loop_friendly`, :func:`nets.compiler.jit` with the CPU options
+    for convolutional models.
+    """
+    conv = has_convolution(model)
+    graphdef, params, rest = nnx.split(loop_friendly(model), nnx.Param, ...)
     opt = optax.adamw(ADAMW["lr"], *ADAMW["betas"], weight_decay=ADAMW["weight_decay"])
     opt_state = opt.init(params)
     xj, yj = jnp.asarray(x), jnp.asarray(y)
 
-    def train_step(params, opt_state, rest, x, y):
+    def one_step(carry, _):
+        params, opt_state = carry
+
         def loss_fn(p):
-            logits = nnx.merge(graphdef, p, rest)(x)
-            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+            logits = nnx.merge(graphdef, p, rest)(xj)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, yj).mean()
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        return (optax.apply_updates(params, updates), opt_state), loss
 
-    # as nets compiles its programs: jax.jit + the CPU options for convolutional models
-    conv = has_convolution(model)
-    train_step = jit(train_step, donate_argnums=(0, 1), options_if=lambda *a, **k: conv)
-    state = [params, opt_state]
+    def train_steps(params, opt_state):
+        if chunk == 1:
+            return one_step((params, opt_state), None)
+        carry, losses = jax.lax.scan(one_step, (params, opt_state), None, length=chunk)
+        return carry, losses[-1]
+
+    train_steps = jit(train_steps, donate_argnums=(0, 1), options_if=lambda *a, **k: conv)
+    state = [(params, opt_state)]
 
     def step():
-        state[0], state[1], loss = train_step(state[0], state[1], rest, xj, yj)
+        state[0], loss = train_steps(*state[0])
         return float(loss)
 
     return step
 
 
-def _time(step, n: int) -> float:
+def _time(step, n: int, chunk: int = 1) -> float:
     t0 = time.perf_counter()
-    for _ in range(n):
-        loss = step()  # float(loss) / loss.item() synchronise every step
+    for _ in range(n // chunk):
+        loss = step()  # float(loss) / loss.item() synchronise every call
     assert np.isfinite(loss)
     return (time.perf_counter() - t0) / n
 
 
-def compare(name: str, jax_step, torch_step, steps: int, rounds: int) -> float:
-    for s in (jax_step, torch_step):  # compile / warm up
+def compare(name: str, model_fn, torch_step, x, y, steps: int, rounds: int) -> tuple[float, float]:
+    """Median steps/s of JAX per step, JAX scanned (``steps`` per call) and PyTorch, alternating."""
+    jax_step, jax_scan = jax_stepper(model_fn(), x, y), jax_stepper(model_fn(), x, y, steps)
+    for s in (jax_step, jax_scan, torch_step):  # compile / warm up
         s(), s()
-    tj, tt = [], []
+    tj, ts, tt = [], [], []
     for _ in range(rounds):
         tj.append(_time(jax_step, steps))
+        ts.append(_time(jax_scan, steps, steps))
         tt.append(_time(torch_step, steps))
-    sj, st = 1 / statistics.median(tj), 1 / statistics.median(tt)
-    print(f"{name:<24s} jax {sj:8.1f} steps/s   torch {st:8.1f} steps/s   ratio {sj / st:5.2f}")
-    return sj / st
+    sj, ss, st = (1 / statistics.median(t) for t in (tj, ts, tt))
+    print(
+        f"{name:<24s} jax {sj:6.1f} steps/s (scan {ss:6.1f})   torch {st:6.1f} steps/s   "
+        f"ratio {sj / st:5.2f} (scan {ss / st:5.2f})"
+    )
+    return sj / st, ss / st
 
 
 def main() -> None:
@@ -208,8 +230,10 @@ def main() -> None:
     torch.manual_seed(0)
     compare(
         "LeNet-5 (32x32x1)",
-        jax_stepper(LeNet5(rngs=nnx.Rngs(0)), images, labels),
+        lambda: LeNet5(rngs=nnx.Rngs(0)),
         torch_stepper(TorchLeNet5(), np.ascontiguousarray(images.transpose(0, 3, 1, 2)), labels),
+        images,
+        labels,
         args.steps,
         args.rounds,
     )
@@ -219,8 +243,10 @@ def main() -> None:
     answers = rng.integers(0, P, BATCH)
     compare(
         "transformer (2L, d=128)",
-        jax_stepper(Transformer(P + 2, rngs=nnx.Rngs(0)), tokens, answers),
+        lambda: Transformer(P + 2, rngs=nnx.Rngs(0)),
         torch_stepper(TorchTransformer(P + 2), tokens, answers),
+        tokens,
+        answers,
         args.steps,
         args.rounds,
     )

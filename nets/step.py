@@ -29,6 +29,7 @@ from nets.augment import augment_batch
 from nets.compiler import jit
 from nets.config import HParams, TrainConfig, hparams, static_part
 from nets.losses import cross_entropy, mse, targets
+from nets.models.convolution import loop_friendly
 from nets.optim import optimizer, schedule_factor
 
 
@@ -144,7 +145,8 @@ def build(
     model.eval()
     gd_eval, trainable, _ = nnx.split(model, filt, ...)
     model.train()
-    gd_train, _, _ = nnx.split(model, filt, ...)
+    # convolution gradients XLA:CPU runs fast inside the training scan (nets.models.convolution)
+    gd_train, _, _ = nnx.split(loop_friendly(model), filt, ...)
     model.eval()
     leaves = jax.tree.leaves(trainable)
     if not leaves:

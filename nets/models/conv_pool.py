@@ -65,7 +65,10 @@ def blocked_kernel_index(kh: int, kw: int, c: int, o: int, b: int) -> np.ndarray
         raise ValueError(f"sizes must be ≥ 1, got {kh=}, {kw=}, {c=}, {o=}, {b=}")
     big_h, big_w = -(-(b + kh - 1) // b), -(-(b + kw - 1) // b)
     p, q, r, s, u, v = np.ix_(*(np.arange(n) for n in (big_h, big_w, b, b, b, b)))
-    a, d = b * p + r - u, b * q + s - v  # kernel offsets, shape (Kh, 1, b, 1, b, 1) / (1, Kw, 1, b, 1, b)
+    a, d = (
+        b * p + r - u,
+        b * q + s - v,
+    )  # kernel offsets, shape (Kh, 1, b, 1, b, 1) / (1, Kw, 1, b, 1, b)
     inside = (a >= 0) & (a < kh) & (d >= 0) & (d < kw)
     flat = (a * kw + d) * c * o  # offset of W[a, d, 0, 0] in W.ravel()
     flat = np.where(inside, flat, -1)  # (Kh, Kw, r, s, u, v)
@@ -111,7 +114,8 @@ def conv_pool(
     the composition itself.
 
     Args:
-      conv: an ``nnx.Conv`` on NHWC images (its padding, bias, dtype and precision are used).
+      conv: an ``nnx.Conv`` on NHWC images (its padding, bias, dtype, precision and
+        ``conv_general_dilated`` are used).
       x: images (n, H, W, C).
       size: pooling window and stride b ≥ 1.
       kind: ``'max'`` or ``'avg'``.
@@ -162,7 +166,7 @@ def conv_pool(
     xb = x.reshape(n, hi // b, b, wi // b, b, c).transpose(0, 1, 3, 2, 4, 5)
     xb = xb.reshape(n, hi // b, wi // b, b * b * c)
     wb = jnp.concatenate([kernel.reshape(-1), jnp.zeros((1,), kernel.dtype)])[idx]
-    z = jax.lax.conv_general_dilated(
+    z = conv.conv_general_dilated(  # the layer's own (nets.models.convolution.loop_friendly)
         xb, wb, (1, 1), "VALID", dimension_numbers=_DIMENSIONS, precision=conv.precision
     ).reshape(n, ho, wo, b * b, o)
     if kind == "max" and monotone:  # max_w act(z_w + β) = act(max_w z_w + β)

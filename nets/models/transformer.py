@@ -42,15 +42,22 @@ class CausalSelfAttention(nnx.Module):
         self.qkv = linear(d_model, 3 * d_model, **kw, **qkv_init)
         self.out = linear(d_model, d_model, **kw, **out_init)
 
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Attention output, shape (n, L, d), from x of shape (n, L, d)."""
+    def __call__(self, x: jax.Array, *, last_only: bool = False) -> jax.Array:
+        """Attention output, shape (n, L, d), from x of shape (n, L, d).
+
+        ``last_only``: the output at the last position only, shape (n, 1, d) — the same values
+        as ``self(x)[:, -1:]``, with the queries, the softmax and ``out`` of one position.
+        """
         n, length, d = x.shape
         h = self.num_heads
         q, k, v = jnp.split(self.qkv(x).reshape(n, length, 3 * h, d // h), 3, axis=2)
+        if last_only:
+            q = q[:, -1:]
+        queries = q.shape[1]
         scores = jnp.einsum("nshc,nthc->nhst", q, k) / math.sqrt(d // h)
-        causal = jnp.tril(jnp.ones((length, length), dtype=bool))
+        causal = jnp.tril(jnp.ones((length, length), dtype=bool))[length - queries :]
         weights = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
-        return self.out(jnp.einsum("nhst,nthc->nshc", weights, v).reshape(n, length, d))
+        return self.out(jnp.einsum("nhst,nthc->nshc", weights, v).reshape(n, queries, d))
 
 
 class DecoderBlock(nnx.Module):
@@ -84,11 +91,19 @@ class DecoderBlock(nnx.Module):
     def _mlp(self, x: jax.Array) -> jax.Array:
         return self.fc2(gelu(self.fc1(x), exact=self.exact_gelu))
 
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, *, last_only: bool = False) -> jax.Array:
+        """Block output, shape (n, L, d), from x of shape (n, L, d).
+
+        ``last_only``: the output at the last position only, shape (n, 1, d), the same values
+        as ``self(x)[:, -1:]``: attention still reads every position, but its query, the
+        residuals, the LayerNorms and the MLP run on one position (the last block of
+        :class:`Transformer`, whose other positions nothing reads).
+        """
+        last = x[:, -1:] if last_only else x
         if self.norm == "post":
-            x = self.ln1(x + self.attn(x))
+            x = self.ln1(last + self.attn(x, last_only=last_only))
             return self.ln2(x + self._mlp(x))
-        x = x + self.attn(self.ln1(x))
+        x = last + self.attn(self.ln1(x), last_only=last_only)
         return x + self._mlp(self.ln2(x))
 
 
@@ -174,8 +189,9 @@ class Transformer(nnx.Module):
         if not jnp.issubdtype(tokens.dtype, jnp.integer):
             raise ValueError(f"Transformer expects integer token ids, got dtype {tokens.dtype}")
         x = self.token_embed(tokens) + self.pos_embed(jnp.arange(tokens.shape[1]))[None]
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            # Φ reads the last position only: the last block computes nothing else
+            x = block(x, last_only=i == len(self.blocks) - 1)
         return self.ln_f(x[:, -1])
 
     def __call__(self, tokens: jax.Array) -> jax.Array:

@@ -95,7 +95,9 @@ def test_monotone_activation_gives_the_same_values_and_gradients():
     conv = layers.conv(2, 3, 3, torch_defaults=True, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(0), (2, 10, 10, 2), jnp.float64)
     for act in (jax.nn.relu, jnp.tanh):
-        fns = [lambda x, m=m: conv_pool(conv, x, size=2, act=act, monotone=m) for m in (0, 1)]
+        fns = [
+            lambda x, m=m, act=act: conv_pool(conv, x, size=2, act=act, monotone=m) for m in (0, 1)
+        ]
         np.testing.assert_allclose(fns[1](x), fns[0](x), rtol=1e-14, atol=1e-15)
         grads = [jax.grad(lambda x, f=f: jnp.sum(f(x) ** 2))(x) for f in fns]
         np.testing.assert_allclose(grads[1], grads[0], rtol=1e-13, atol=1e-14)

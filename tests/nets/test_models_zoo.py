@@ -335,6 +335,23 @@ def test_causal_attention_matches_naive(block64):
                 out[b, s, sl] = sum(w[t] * v[b, t, sl] for t in range(s + 1))
     ref = out @ np.asarray(attn.out.kernel[...]) + np.asarray(attn.out.bias[...])
     np.testing.assert_allclose(attn(jnp.asarray(x)), ref, rtol=1e-10, atol=1e-12)
+    # the last block of a Transformer computes the last position only: the naive last row
+    last = attn(jnp.asarray(x), last_only=True)
+    assert last.shape == (n, 1, d)
+    np.testing.assert_allclose(last, ref[:, -1:], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_decoder_block_last_only_is_the_last_row(norm):
+    block = DecoderBlock(
+        8, 2, 4, norm=norm, torch_defaults=True, param_dtype=jnp.float64, rngs=nnx.Rngs(3)
+    )
+    x = jax.random.normal(jax.random.key(15), (3, 5, 8), jnp.float64)
+    full = block(x)
+    np.testing.assert_allclose(block(x, last_only=True), full[:, -1:], rtol=1e-12, atol=1e-13)
+    # and a change at an earlier position still reaches the last one through attention
+    moved = block(x.at[:, 0].set(x[:, 1]), last_only=True)  # not a shift: LayerNorm removes it
+    assert not np.allclose(moved, full[:, -1:])
 
 
 def test_transformer_features_see_the_whole_prompt(tiny_models):
