@@ -10,13 +10,37 @@ time per framework is reported with the ratio JAX/PyTorch in steps/s (> 1: JAX f
 Needs ``torch`` (benchmark-only dependency: ``pip install torch==2.13.0``, the CPU wheel).
 
 Issue 12, item 5 (target ≥ 1.0 for both); every number idle on the 2-core CPU unless stated.
+Each JAX model is timed twice: one jitted step per call (synchronised every step, like PyTorch's
+``loss.item()``), and a ``lax.scan`` of ``--steps`` steps per call, which is how ``nets.train``
+runs the steps between log points.
 
-**Current (stop 18, jax 0.10.2, torch 2.13.0 CPU, 5 rounds, four runs): LeNet-5 18.9–22.6 steps/s
-vs PyTorch 41.8–45.9, ratio 0.45–0.51; transformer 11.7–14.7 vs 18.2–23.6, ratio 0.62–0.66. The
-target is not met.** Before stop 18: LeNet-5 0.20, transformer 0.64–0.65 (issue filed at 0.17 /
-0.82). The MLP of bench_training.py: 1.15× PyTorch.
+**Current (stop 19, jax 0.10.2, torch 2.13.0 CPU, 5 rounds, three runs): LeNet-5 43.5–47.5 steps/s
+vs PyTorch 39.5–41.3, ratio 1.10–1.16 (scanned 1.13–1.20); transformer 15.9–25.0 vs 17.6–22.1,
+ratio 0.78–1.13 per step, 1.11–1.22 scanned.** The per-step transformer ratio swings with the
+~3–5 ms of Python dispatch per call (its 270 parameter and optimizer leaves); the scan pays it
+once per 20 steps. History: issue filed at LeNet-5 0.17 / transformer 0.82; stop 18 0.45–0.51 /
+0.62–0.66. The MLP of bench_training.py: 1.15× PyTorch.
 
-What moved LeNet-5 from 0.20 to ~0.47 — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
+What moved them in stop 19, each kept because it measured faster and gives the same values:
+
+* LeNet-5 0.47 → 1.1: conv → ReLU → 2×2 max-pool as *one* convolution on the pooling windows
+  (:mod:`nets.models.conv_pool`: space-to-depth of the image, the kernel scattered into a
+  blocked (K, K, b²C, b²O) kernel, the pool a max over channel groups). XLA:CPU's im2col GEMM for
+  C = 1 → O = 6 (inner size 25, width 6) is too thin; the blocked one is 36 × 24 (conv1) and
+  216 × 64 (conv2) at 1.44× the multiply-adds. Step 44–46 → 24.5 ms; applying bias and ReLU after
+  the max (they commute with it) → 21.4 ms. Forward + gradient: conv1 22.3 → 9.4 ms, conv2 20.1
+  → 11.8 ms. Explicit im2col + one GEMM (the patches materialised) was slower: 20 vs 9 ms for
+  conv1. Tested against Flax's conv + reduce_window pooling and PyTorch's LeNet-5 (float64).
+* Transformer 0.62 → ~0.9 per step: the last block computes only the last position, the one
+  the readout reads (its attention still reads every key and value): ~31 % fewer FLOPs.
+* **Scanned steps of conv nets were ~18× slower than these jitted ones** before this stop:
+  XLA:CPU leaves jax's convolution gradients (permuted dimension numbers) as naive loop nests
+  inside a ``while`` body — LeNet-5 ~400 ms per step in ``nets.train``, one 3×3 stride-2 ResNet
+  kernel gradient 4.4 s instead of 47 ms. :mod:`nets.models.convolution` writes both gradients
+  in NHWC/HWIO form (``custom_vjp``, CPU only), and nets trains a copy with it
+  (``loop_friendly``). This benchmark's steps now use that copy too, as nets does.
+
+Stop 18, what moved LeNet-5 from 0.20 to ~0.47 — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
 0.10 hands single dots, single convolutions *and* reductions to YNNPACK by default. Keeping it for
 the dots only (``xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT``), LeNet-5
 step 108–117 → 44–46 ms: conv1 (512×32×32×1 → 6) forward + weight gradient 68 → 19 ms, conv2

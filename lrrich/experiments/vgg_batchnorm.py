@@ -10,13 +10,14 @@ sets one per run, e.g. ``lrrich sweep vgg-batchnorm --grid batch_norm=false,true
 (a one-value run reports the plain keys ``dlr``, ``test_acc``, …).
 
 Command: ``lrrich run vgg-batchnorm --out runs/vgg`` (small: VGG16 of width 4 on 1,024 real
-Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps; 18 min wall, 6.0 min CPU measured on
-the shared 2-core CPU under a load of ~8).
-Measured (small, seed 0; without / with BN): test D_LR 0.50 / 0.172, test accuracy 40.2 / 69.1 %,
-train accuracy 40 / 87 %, D_eff(ρ) 3.4 / 12.8, D_eff(Q̂) 15.7 / 12.6 (C = 10). The paper's
-direction is reproduced on real images — BN makes VGG16 both richer and better, and with BN
-D_eff(ρ) ≈ D_eff(Q̂) ≈ C as in T Table 2.2 — but at 240 steps neither is in the MF regime
-(D_LR < 0.1) yet; on the 8×8 digits proxy the same budget gave 0.38 / 0.22.
+Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps; 55 s wall, 1.5 min CPU on the idle
+2-core CPU — 18 min before stop 19, see :mod:`nets.models.convolution`).
+Measured (small, seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
+train accuracy 40 / 88 %, D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10); before stop 19
+0.50 / 0.172 and 40.2 / 69.1 % (float32 round-off of other gradient kernels through 240 steps).
+The paper's direction is reproduced on real images — BN makes VGG16 both richer and better,
+and with BN D_eff(ρ) ≈ D_eff(Q̂) ≈ C as in T Table 2.2 — but at 240 steps neither is in the MF
+regime (D_LR < 0.1) yet; on the 8×8 digits proxy the same budget gave 0.38 / 0.22.
 """
 
 from __future__ import annotations
