@@ -54,7 +54,7 @@ class Config(common.ImageTraining):
 
     Small-scale deviations: real MNIST — class-balanced subsets of the 4,000 ``mnist5k``
     training images (1,000 test images) — and a 2-hidden-layer ReLU MLP of width 256 instead of
-    CIFAR-10 and ResNet18 (LeNet-5 is ``--set model=lenet5``, ~50× the cost per step on a CPU),
+    CIFAR-10 and ResNet18 (LeNet-5 is ``--set model=lenet5``, ~6× the cost per step on a CPU),
     lr 0.5, 100 epochs at n = 4,000 (3,100 steps; schedule every 40), no augmentation.
 
     Attributes:
