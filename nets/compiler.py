@@ -9,7 +9,9 @@ batch: measured on the 2-core CPU of benchmarks/bench_zoo.py (batch 512, ms, bes
 training step (AdamW, batch 512) 108–117 → 44–46 ms. Keeping YNNPACK for the dots only
 (``CPU_OPTIONS``) gives those numbers; removing the convolution alone left the step at ~61 ms, the
 rest came from the reductions. The MLP steps (dots only) are unchanged (bench_training.py,
-bench_vmap_sweep.py: within 3 %).
+bench_vmap_sweep.py: within 3 %). Since LeNet-5 computes conv → ReLU → pool as one blocked
+convolution (:mod:`nets.models.conv_pool`) its step is 21–25 ms with the options and 46 ms
+without.
 
 nets applies them to the programs of convolutional models only (``options_if=`` of :func:`jit`,
 :func:`nets.step.uses_cpu_options`): for the MLP and the transformer they change nothing in
