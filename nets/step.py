@@ -29,7 +29,7 @@ from nets.augment import augment_batch
 from nets.compiler import jit
 from nets.config import HParams, TrainConfig, hparams, static_part
 from nets.losses import cross_entropy, mse, targets
-from nets.models.convolution import loop_friendly
+from nets.models.convolution import conv_layers, loop_friendly
 from nets.optim import optimizer, schedule_factor
 
 
@@ -168,8 +168,7 @@ def build(
 
 def has_convolution(model: nnx.Module) -> bool:
     """Whether ``model`` contains an ``nnx.Conv`` (:attr:`Program.convolutional`)."""
-    modules = nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
-    return any(isinstance(m, nnx.Conv) for _, m in modules)
+    return bool(conv_layers(model))
 
 
 def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformation:

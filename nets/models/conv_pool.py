@@ -65,10 +65,8 @@ def blocked_kernel_index(kh: int, kw: int, c: int, o: int, b: int) -> np.ndarray
         raise ValueError(f"sizes must be ≥ 1, got {kh=}, {kw=}, {c=}, {o=}, {b=}")
     big_h, big_w = -(-(b + kh - 1) // b), -(-(b + kw - 1) // b)
     p, q, r, s, u, v = np.ix_(*(np.arange(n) for n in (big_h, big_w, b, b, b, b)))
-    a, d = (
-        b * p + r - u,
-        b * q + s - v,
-    )  # kernel offsets, shape (Kh, 1, b, 1, b, 1) / (1, Kw, 1, b, 1, b)
+    # kernel offsets a = bP + r − u, d = bQ + s − v: shapes (Kh, 1, b, 1, b, 1), (1, Kw, 1, b, 1, b)
+    a, d = b * p + r - u, b * q + s - v
     inside = (a >= 0) & (a < kh) & (d >= 0) & (d < kw)
     flat = (a * kw + d) * c * o  # offset of W[a, d, 0, 0] in W.ravel()
     flat = np.where(inside, flat, -1)  # (Kh, Kw, r, s, u, v)

@@ -12,10 +12,10 @@ benchmarks/bench_zoo.py (jaxlib 0.10.2), the kernel gradient of LeNet-5's blocke
 jitted step.
 
 :func:`conv_general_dilated` is a drop-in for ``lax.conv_general_dilated`` (``nnx.Conv`` takes
-it as its ``conv_general_dilated``; :func:`loop_friendly` swaps it into a model's copy) that, for the plain case — NHWC images, HWIO kernel, no
-dilation, one group — has a ``custom_vjp`` writing both gradients as convolutions in the
-canonical form themselves, with explicit transposes (stride s, padding (l, h), kernel k, input
-size H, output size H_o per spatial axis):
+it as its ``conv_general_dilated``; :func:`loop_friendly` swaps it into a model's copy) that,
+for the plain case — NHWC images, HWIO kernel, no dilation, one group — has a ``custom_vjp``
+writing both gradients as convolutions in the canonical form themselves, with explicit
+transposes (stride s, padding (l, h), kernel k, input size H, output size H_o per spatial axis):
 
 .. math::
     \partial x = \mathrm{conv}\big(\mathrm{dilate}_s(\partial y),\ \mathrm{flip}(W)^{\top_{io}};\
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from flax import nnx
 from jax import lax
 
-__all__ = ["conv_general_dilated", "loop_friendly"]
+__all__ = ["conv_general_dilated", "conv_layers", "loop_friendly"]
 
 _NHWC = ("NHWC", "HWIO", "NHWC")
 _NHWC_NUMBERS = lax.conv_dimension_numbers((1, 1, 1, 1), (1, 1, 1, 1), _NHWC)
@@ -164,8 +164,12 @@ def loop_friendly(model: nnx.Module) -> nnx.Module:
     the NTK of :mod:`metrics.kernels`) still works on it — a ``custom_vjp`` has no forward mode.
     """
     model = nnx.merge(*nnx.split(model))
-    modules = nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
-    for _, module in modules:
-        if isinstance(module, nnx.Conv):
-            module.conv_general_dilated = conv_general_dilated
+    for layer in conv_layers(model):
+        layer.conv_general_dilated = conv_general_dilated
     return model
+
+
+def conv_layers(model: nnx.Module) -> list[nnx.Conv]:
+    """The ``nnx.Conv`` layers of ``model``, in graph order."""
+    modules = nnx.iter_modules(model) if hasattr(nnx, "iter_modules") else model.iter_modules()
+    return [module for _, module in modules if isinstance(module, nnx.Conv)]
