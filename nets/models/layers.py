@@ -233,6 +233,41 @@ def pool2d(x: jax.Array, size: int, kind: str = "max") -> jax.Array:
     return blocks.max(axis=(2, 4)) if kind == "max" else blocks.mean(axis=(2, 4))
 
 
+def adaptive_avg_pool(x: jax.Array, out: int) -> jax.Array:
+    r"""``nn.AdaptiveAvgPool2d(out)`` on NHWC images: an out × out grid of possibly overlapping
+    bins,
+
+    .. math::
+        y_{n,i,j,c} = \operatorname{mean}\{x_{n,a,b,c} :
+        \lfloor iH/o \rfloor \le a < \lceil (i+1)H/o \rceil,\;
+        \lfloor jW/o \rfloor \le b < \lceil (j+1)W/o \rceil\},
+
+    so an H that is a multiple of o gives the plain (H/o)-pooling and H < o replicates rows
+    (VGG16's classifier input on 32×32 images, where H = 1 and o = 7).
+
+    Args:
+      x: images (n, H, W, C).
+      out: output height and width o ≥ 1.
+
+    Returns:
+      (n, o, o, C).
+    """
+    if x.ndim != 4:
+        raise ValueError(f"adaptive_avg_pool needs NHWC images (n, H, W, C), got shape {x.shape}")
+    if out < 1:
+        raise ValueError(f"output size must be >= 1, got {out}")
+
+    def pool_axis(x, axis):
+        size = x.shape[axis]
+        bins = []
+        for i in range(out):
+            lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
+            bins.append(jnp.mean(jax.lax.slice_in_dim(x, lo, hi, axis=axis), axis=axis))
+        return jnp.stack(bins, axis=axis)
+
+    return pool_axis(pool_axis(x, 1), 2)
+
+
 def check_images(x: jax.Array, size: int | tuple[int, ...], channels: int, model: str) -> None:
     """Raise ValueError unless x has shape (n, H, W, channels) with H = W in ``size``."""
     sizes = (size,) if isinstance(size, int) else size

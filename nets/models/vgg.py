@@ -7,28 +7,14 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nets.init import scaled_normal, torch_kaiming_normal_fan_out, torch_uniform
+from nets.models.layers import adaptive_avg_pool, check_images, conv, linear, pool2d
 from nets.models.layers import batch_norm as make_batch_norm
-from nets.models.layers import check_images, conv, linear, pool2d
 
 # Configuration D (Simonyan & Zisserman 2015, torchvision ``cfgs["D"]``), channels in units of
 # ``width`` (64 for the real network); "M" is a 2×2 stride-2 max-pool.
 VGG16_CONFIG = (1, 1, "M", 2, 2, "M", 4, 4, 4, "M", 8, 8, 8, "M", 8, 8, 8, "M")
 HEADS = ("cifar", "torchvision")
 INITS = ("torch", "torchvision", "flax")
-
-
-def _adaptive_avg_pool(x: jax.Array, out: int) -> jax.Array:
-    """``nn.AdaptiveAvgPool2d(out)`` on NHWC: bin i averages rows ⌊iH/out⌋ … ⌈(i+1)H/out⌉ − 1."""
-
-    def pool_axis(x, axis):
-        size = x.shape[axis]
-        bins = []
-        for i in range(out):
-            lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
-            bins.append(jnp.mean(jax.lax.slice_in_dim(x, lo, hi, axis=axis), axis=axis))
-        return jnp.stack(bins, axis=axis)
-
-    return pool_axis(pool_axis(x, 1), 2)
 
 
 def _initializers(init: str, kind: str, fan_in: int, fan_out: int):
@@ -161,7 +147,7 @@ class VGG16(nnx.Module):
             i += 1
         if self.head_type == "cifar":
             return x.reshape(x.shape[0], -1)
-        x = _adaptive_avg_pool(x, 7)
+        x = adaptive_avg_pool(x, 7)
         # flatten in torch's (C, H, W) order so fc1 rows line up with torchvision's
         x = jnp.transpose(x, (0, 3, 1, 2)).reshape(x.shape[0], -1)
         x = self.drop1(jax.nn.relu(self.fc1(x)))

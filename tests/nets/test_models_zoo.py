@@ -27,7 +27,6 @@ from nets.models import (
     layers,
 )
 from nets.models.transformer import DecoderBlock
-from nets.models.vgg import _adaptive_avg_pool
 
 P = 97  # modular division mod p: vocabulary p + 2 ("a ∘ b =")
 
@@ -367,9 +366,21 @@ def test_transformer_features_see_the_whole_prompt(tiny_models):
 def test_adaptive_avg_pool():
     x = _images(1, 14, 2, seed=15)
     ref = np.asarray(x).reshape(1, 7, 2, 7, 2, 2).mean(axis=(2, 4))  # 14 → 7: 2×2 average
-    np.testing.assert_allclose(_adaptive_avg_pool(x, 7), ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(layers.adaptive_avg_pool(x, 7), ref, rtol=1e-6, atol=1e-6)
     one = _images(1, 1, 3, seed=16)  # VGG16 on 32×32: the 1×1 map is replicated
-    np.testing.assert_array_equal(_adaptive_avg_pool(one, 7), jnp.broadcast_to(one, (1, 7, 7, 3)))
+    np.testing.assert_array_equal(
+        layers.adaptive_avg_pool(one, 7), jnp.broadcast_to(one, (1, 7, 7, 3))
+    )
+    # 5 → 3: torch's overlapping bins rows/cols [0, 2), [1, 4), [3, 5), written out by hand
+    x = np.arange(25.0).reshape(1, 5, 5, 1)
+    bins = ((0, 2), (1, 4), (3, 5))
+    ref = np.array([[x[0, a:b, c:d, 0].mean() for c, d in bins] for a, b in bins])
+    np.testing.assert_allclose(
+        layers.adaptive_avg_pool(jnp.asarray(x), 3)[0, :, :, 0], ref, rtol=1e-6
+    )
+    np.testing.assert_allclose(ref[1, 1], np.mean([6, 7, 8, 11, 12, 13, 16, 17, 18]))
+    with pytest.raises(ValueError, match="NHWC"):
+        layers.adaptive_avg_pool(jnp.ones((5, 5, 1)), 3)
 
 
 # ---------------------------------------------------------------------------------- bad input
