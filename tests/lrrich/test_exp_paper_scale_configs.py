@@ -84,6 +84,18 @@ def test_one_point_run_reports_plain_keys(tmp_path):
     assert not any(k.endswith("_shuffle10") for k in s)
 
 
+def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
+    exp = registry.get("learning-curve")
+    conv = exp.config("conv")
+    assert (conv.model, conv.lr) == ("lenet5", 0.05)
+    assert dataclasses.replace(conv, model="mlp", lr=0.5) == exp.config("small")  # same protocol
+    cfg = dataclasses.replace(conv, n_trains=(64, 256), weight_decays=(0.0,), epochs=2)
+    res = run_experiment(exp, cfg, tmp_path / "run")
+    assert [p["n_features"] for p in res["points"].values()] == [84, 84]  # LeNet-5's Φ
+    assert all(0.0 <= p["dlr"] <= 1.0 for p in res["points"].values())
+    assert "lenet5" in res["comparison"][0]["scale"]
+
+
 @pytest.mark.parametrize("name", sorted(PAPER_DATA))
 def test_paper_configs_name_the_paper_setting(name):
     exp = registry.get(name)
