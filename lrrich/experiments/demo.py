@@ -44,7 +44,7 @@ class Config(common.ImageTraining):
       eval_size: fixed train / test images on which each log point computes the loss, accuracy
         and D_LR curves (the final ``*_dlr`` and ``*_test_acc`` use the whole test set). A log
         point costs ~2·eval_size·(784·512 + 512²)·2 FLOP of forward pass plus two eval_size × 512²
-        D_LR Grams (~1.4 GFLOP at 384) against ~480 GFLOP for the 940 training steps, so at
+        D_LR Grams (~1.4 GFLOP at 384) against ~480 GFLOP for the 930 training steps, so at
         384 the 10 log points take ~4 % of the run on a CPU (``*_log_fraction``); at 512 it was
         5.0–5.8 % on the 2-core CI machine, above the 5 % budget.
     """

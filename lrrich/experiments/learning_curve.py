@@ -7,7 +7,7 @@ tighter MF regime (smaller D_LR) and better accuracy, while the model without we
 already in the MF regime.
 
 Grid: the product ``n_trains`` × ``weight_decays``, all trained in one run. A sweep sets one
-value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,400,1437
+value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,400,4000
 --grid weight_decays=0,0.001 --seeds 3`` (a one-point run reports the plain keys ``dlr``,
 ``test_acc``, …). At paper scale run the weight-decay panel as its own sweep at the full size:
 ``lrrich sweep learning-curve --scale paper --grid n_trains=50000 --grid
@@ -65,7 +65,7 @@ class Config(common.ImageTraining):
 
     Small-scale deviations: real MNIST — class-balanced subsets of the 4,000 ``mnist5k``
     training images (1,000 test images) — and a 2-hidden-layer ReLU MLP of width 256 instead of
-    CIFAR-10 and ResNet18 (LeNet-5 is ``--set model=lenet5``, ~6× the cost per step on a CPU),
+    CIFAR-10 and ResNet18 (LeNet-5 at lr 0.05 is ``--scale conv``, ~6× the cost per step on a CPU),
     lr 0.5, 100 epochs at n = 4,000 (3,100 steps; schedule every 40), no augmentation.
 
     Attributes:

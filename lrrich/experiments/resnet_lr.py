@@ -15,7 +15,7 @@ Command: ``lrrich run resnet-lr --out runs/lr`` (small: ResNet18 with k = 4 on 1
 Fashion-MNIST images zero-padded to 32×32, C = 10, 3 × 1,600 steps (200 epochs); 9 min 24 s
 wall, 17.6 min CPU on the idle 2-core CPU, 0.11 s per step).
 Measured (small, seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113 (train 0.29 /
-0.061 / 0.078), test accuracy 67.4 / 75.9 / 77.7 %, train accuracy 77 / 100 / 100 %, D_eff(ρ)
+0.061 / 0.078), test accuracy 67.3 / 75.9 / 77.7 %, train accuracy 77 / 100 / 100 %, D_eff(ρ)
 7.4 / 9.9 / 9.7, D_eff(Q̂) 13.4 / 16.8 / 15.4 (C = 10). Reproduced: the smallest learning rate
 is by far the laziest and the worst; the two larger ones fit the training set, their features
 collapse towards the MF regime (D_eff(ρ) ≈ C, train D_LR < 0.1, test D_LR just above 0.1).
