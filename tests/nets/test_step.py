@@ -89,6 +89,24 @@ def test_new_lr_weight_decay_target_scale_reuse_the_compiled_program(small):
         _COMPILES.active = False
 
 
+def test_program_hash_is_cached_and_agrees_with_equality():
+    from nets.step import build
+
+    def program(seed, **kw):
+        cfg = TrainConfig(**kw)
+        return build(_mlp(seed), cfg, num_classes=10, steps_per_epoch=4, total_steps=8)[0]
+
+    a, b = program(0), program(1)  # other weights, the same structure and static config
+    assert a == b and hash(a) == hash(b)
+    assert hash(a) == hash(a)  # the cached value is returned on the second call
+    for other in (
+        dataclasses.replace(a, total_steps=9),
+        dataclasses.replace(a, num_classes=3),
+        program(0, last_layer_only=True),
+    ):
+        assert other != a and hash(other) != hash(a)
+
+
 def _leaves(model):
     return [np.asarray(a) for a in jax.tree.leaves(nnx.state(model, nnx.Param))]
 
