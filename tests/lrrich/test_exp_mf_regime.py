@@ -1,0 +1,66 @@
+"""mf-regime (T Table 2.2): a tiny real-digit run end to end, the paper rows and the MF verdicts."""
+
+import dataclasses
+
+import pytest
+
+from lrrich import registry
+from lrrich.experiments import mf_regime
+from lrrich.runner import run_experiment
+
+
+def test_tiny_run_writes_rows_for_both_networks(tmp_path):
+    exp = registry.get("mf-regime")
+    cfg = dataclasses.replace(exp.config("small"), n_train=128, epochs=1, batch_size=64, width=2)
+    res = run_experiment(exp, cfg, tmp_path / "run")
+    assert set(res["points"]) == {"resnet18", "vgg16"}
+    assert [p["n_features"] for p in res["points"].values()] == [16, 16]  # Φ ∈ ℝ^{8·width}
+    rows = res["comparison"]
+    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16"]
+    assert rows[0]["paper"] == "10.1, 10.0, 4.4e-03"  # T Table 2.2, ResNet18 on MNIST
+    assert all(r["dataset"].startswith("mnist5k") for r in rows)
+    assert {"mf_training.png", "mf_features.png"} <= {
+        p.name for p in (tmp_path / "run").glob("*.png")
+    }
+    assert res["summary"]["all_mf"] is False  # one epoch on 128 digits is nowhere near
+
+
+def test_paper_scales_are_the_thesis_setting():
+    exp = registry.get("mf-regime")
+    for scale, dataset, epochs, schedule in (
+        ("paper", "mnist", 200, "step"),
+        ("paper-cifar10", "cifar10", 200, "step"),
+        ("paper-cifar100", "cifar100", 600, "constant"),
+    ):
+        c = exp.config(scale)
+        assert (c.dataset, c.epochs, c.schedule, c.width) == (dataset, epochs, schedule, 64)
+        assert (c.lr, c.vgg_lr, c.momentum, c.weight_decay, c.batch_size) == (
+            0.05,
+            0.01,
+            0.9,
+            1e-3,
+            128,
+        )
+        assert c.augment == ("none" if dataset == "mnist" else "cifar")
+    small = exp.config("small")
+    assert small.step_every_epochs / small.epochs == 60 / 200  # the thesis's schedule shape
+
+
+def test_mf_verdicts():
+    c = 10
+    mf = dict(dlr=0.02, d_eff_rho=10.4, d_eff_util=9.1, test_acc=0.99, train_acc=1.0)
+    assert mf_regime.in_mf_regime(mf, c)
+    cases = [
+        (mf, "reproduced"),
+        ({**mf, "d_eff_util": 16.0}, "direction reproduced"),  # D_LR < 0.1, D_eff(Q̂) ≠ C
+        ({**mf, "dlr": 0.1}, "not reproduced"),  # the boundary itself is not MF
+    ]
+    cfg = mf_regime.Config()
+    for res, verdict in cases:
+        (row,) = mf_regime.comparison({"resnet18": res}, cfg, "mnist5k", c)
+        assert row["verdict"] == verdict, res
+    fashion = dataclasses.replace(cfg, dataset="fashion_mnist")
+    (row,) = mf_regime.comparison({"vgg16_bn": mf}, fashion, "fashion_mnist", c)
+    assert row["paper"] == "approx. C, approx. C, < 0.1"  # no Table 2.2 row for Fashion-MNIST
+    with pytest.raises(ValueError, match="models must be"):
+        mf_regime.run(dataclasses.replace(cfg, models=("lenet5",)), None)
