@@ -44,6 +44,7 @@ import numpy as np
 from flax import nnx
 
 from lrrich import io
+from lrrich.experiments import _comparison
 from nets.config import HParams, TrainConfig
 from nets.data.sparse_parity import (
     SparseParityTask,
@@ -58,6 +59,9 @@ from sims import emergence as em
 NAME = "emergence"
 DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
 PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
+CALIBRATION_TOLERANCE = 0.25
+"""A calibrated constant within 25 % of the thesis's counts as reproduced (T §5.2 quotes 𝓑², D_c
+and N_c to one or two digits, from its own calibration networks)."""
 
 
 def init_networks(
@@ -531,7 +535,65 @@ def run(config: Config, run_dir: Path) -> dict:
         "rmse_width_1": _rmse(wi["R_net_1"].mean(0), wi["R_model_1"]),
         "rmse_width": _rmse(wi["R_net"].mean(0), wi["R_model"]),
     }
-    return {"summary": summary, **parts, "timing": timing}
+    return {
+        "summary": summary,
+        **parts,
+        "timing": timing,
+        "comparison": comparison(summary, config),
+    }
+
+
+def comparison(summary: dict, config: Config) -> list[dict]:
+    """Paper vs measured (T §5.2, Fig 5.1–5.2). The three calibrated constants count as
+    reproduced within :data:`CALIBRATION_TOLERANCE` of the thesis's; the prediction row compares
+    the steps at which the n_s = 5 network and the calibrated model reach R_k/S = 1/2: reproduced
+    when every step agrees within 25 %, direction reproduced when both learn the skills in order
+    of frequency."""
+    dataset = f"multitask sparse parity (n_b = {config.n_b}, m = {config.m}, α = {config.alpha:g})"
+    scale = f"{config.n_seeds} seeds, time panel width {config.time_width}"
+    rows = []
+    for key, label, note in (
+        ("B2", "𝓑² from R_1(T) (n_s = 1)", f"1/𝓑² = {1 / summary['B2']:.1f} (thesis 22)"),
+        ("D_c", "D_c from R_1 vs D (n_s = 1)", ""),
+        (
+            "N_c",
+            "N_c from R_1 vs N (n_s = 1)",
+            "the width panel is under-trained (Config): narrow networks stall at their saddles",
+        ),
+    ):
+        value, paper = summary[key], PAPER[key]
+        rows.append(
+            _comparison.row(
+                label,
+                round(paper, 5),
+                round(value, 5 if key == "B2" else 1),
+                dataset=dataset,
+                scale=scale,
+                verdict="reproduced"
+                if abs(value / paper - 1) <= CALIBRATION_TOLERANCE
+                else "not reproduced",
+                note=note,
+            )
+        )
+    net, model = summary["emergence_step_net"], summary["emergence_step_model"]
+    pairs = [(a, b) for a, b in zip(net, model, strict=True) if a is not None and b is not None]
+    close = len(pairs) == len(net) and all(abs(a / b - 1) <= 0.25 for a, b in pairs)
+    ordered = len(pairs) == len(net) and all(
+        np.all(np.diff(x) > 0) for x in (np.array(net), np.array(model))
+    )
+    rows.append(
+        _comparison.row(
+            f"n_s = {config.n_s}: steps to R_k/S = 1/2, network / model",
+            "the calibrated model tracks the network",
+            ", ".join(f"{a}/{b}" for a, b in zip(net, model, strict=True)),
+            dataset=dataset,
+            scale=scale,
+            verdict=_comparison.judge(close, ordered),
+            note="max relative gap "
+            + (f"{max(abs(a / b - 1) for a, b in pairs):.0%}" if pairs else "undefined"),
+        )
+    )
+    return rows
 
 
 def _panel(ax, x, net, model, xlabel, logx, std=None, model_x=None):

@@ -7,7 +7,7 @@ Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ,
 (n = 1, d = 2): the interpolant the flow reaches as δ varies, against the closed form of K Eq. 72
 and the convex program of K Theorem 3.1.
 
-Command (CPU, ~1 min on 2 shared cores)::
+Command (CPU, 15 s on 2 idle cores)::
 
     lrrich run kunin-single-neuron --out runs/kunin-single-neuron
 

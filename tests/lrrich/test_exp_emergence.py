@@ -8,6 +8,7 @@ import pytest
 from flax import nnx
 
 from lrrich import registry
+from lrrich.experiments import _comparison
 from lrrich.experiments import emergence as em_exp
 from lrrich.runner import run_experiment
 from nets import TrainConfig
@@ -50,7 +51,14 @@ def test_tiny_run_structure_figures_report_and_resume(tmp_path):
     for name in ("emergence.png", "emergence_calibration.png", "report.md", "results.json"):
         assert (run_dir / name).stat().st_size > 0
     report = (run_dir / "report.md").read_text()
-    assert "Paper vs measured" in report and "| D_c | 800 |" in report
+    assert "Paper vs measured" in report and "| D_c from R_1 vs D (n_s = 1) | 800 |" in report
+    rows = res["comparison"]
+    assert [r["paper"] for r in rows[:3]] == [round(1 / 22, 5), 800, 4]
+    assert all(r["verdict"] in _comparison.VERDICTS for r in rows)
+    # the verdict follows the 25 % tolerance of the calibrated constants
+    for value, verdict in ((1000.0, "reproduced"), (1001.0, "not reproduced")):
+        row = em_exp.comparison({**s, "D_c": value}, cfg)[1]
+        assert row["verdict"] == verdict
     # resume: finished parts are read back from run_dir/parts, no retraining, same numbers
     again = em_exp.run(cfg, run_dir)
     assert again["summary"] == s

@@ -13,10 +13,10 @@ def test_tiny_run_writes_rows_for_both_networks(tmp_path):
     exp = registry.get("mf-regime")
     cfg = dataclasses.replace(exp.config("small"), n_train=128, epochs=1, batch_size=64, width=2)
     res = run_experiment(exp, cfg, tmp_path / "run")
-    assert set(res["points"]) == {"resnet18", "vgg16"}
+    assert set(res["points"]) == {"resnet18", "vgg16_bn"}
     assert [p["n_features"] for p in res["points"].values()] == [16, 16]  # Φ ∈ ℝ^{8·width}
     rows = res["comparison"]
-    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16"]
+    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16_bn"]
     assert rows[0]["paper"] == "10.1, 10.0, 4.4e-03"  # T Table 2.2, ResNet18 on MNIST
     assert all(r["dataset"].startswith("mnist5k") for r in rows)
     assert {"mf_training.png", "mf_features.png"} <= {
@@ -62,5 +62,9 @@ def test_mf_verdicts():
     fashion = dataclasses.replace(cfg, dataset="fashion_mnist")
     (row,) = mf_regime.comparison({"vgg16_bn": mf}, fashion, "fashion_mnist", c)
     assert row["paper"] == "approx. C, approx. C, < 0.1"  # no Table 2.2 row for Fashion-MNIST
+    (row,) = mf_regime.comparison({"vgg16_bn": mf}, cfg, "mnist5k", c)
+    assert row["paper"] == "10.0, 10.0, 1.8e-02"  # T Table 2.2's VGG16 on MNIST
+    (row,) = mf_regime.comparison({"vgg16": mf}, cfg, "mnist5k", c)
+    assert row["paper"] == "approx. C, approx. C, < 0.1"  # Table 2.2's VGG16 has BatchNorm
     with pytest.raises(ValueError, match="models must be"):
         mf_regime.run(dataclasses.replace(cfg, models=("lenet5",)), None)
