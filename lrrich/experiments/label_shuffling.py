@@ -63,10 +63,10 @@ class Config(common.ImageTraining):
     which a network fits fully random labels within the CPU budget. **Measured:** LeNet-5
     (``--set model=lenet5 lr=0.2``), the conv net that fits the budget, reaches only 31 % training
     accuracy on 512 fully shuffled Fashion-MNIST images after 1,600 steps, and 20 % on the
-    default 2,000 after 4,500 steps (300 epochs, 20.1 % measured again in stop 20; 7.4 ms per step idle
-    since stop 19's convolution fix, :mod:`nets.models.convolution` — 0.2–0.3 s before), so it
-    cannot test "rich while memorising" here; a k = 4
-    ResNet18 is ``--set model=resnet18 width=4``. The shared training fields are documented in
+    default 2,000 after 4,500 steps (300 epochs, 20.1 % measured again in stop 20; 7.4 ms per
+    step idle since stop 19's convolution fix, :mod:`nets.models.convolution` — 0.2–0.3 s
+    before), so it cannot test "rich while memorising" here; a k = 4 ResNet18 is ``--set
+    model=resnet18 width=4``. The shared training fields are documented in
     :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
