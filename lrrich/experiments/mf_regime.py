@@ -66,13 +66,15 @@ class Config(common.ImageTraining):
     initialisation on the CIFAR head, as in vgg-batchnorm.
 
     Small-scale deviations: the 4,000 ``mnist5k`` training digits (1,000 test) instead of
-    60,000 / 10,000, k = 4 and VGG16 width 4 (Φ ∈ ℝ³² instead of ℝ⁵¹²), and fewer epochs with the
-    same schedule shape (lr × 0.2 every 30 % of the run).
+    60,000 / 10,000, k = 4 and VGG16 width 4 (Φ ∈ ℝ³² instead of ℝ⁵¹²), 60 epochs (1,860 steps)
+    with the same schedule shape (lr × 0.2 every 30 % of the run), and VGG16 at lr 0.05: at the
+    thesis's 0.01 the width-4 VGG16 reaches only 79.8 % training accuracy (D_LR 0.20) in the
+    1,860 steps (measured, seed 0).
 
     Attributes:
       models: the networks trained, each of ``'resnet18'``, ``'vgg16'``, ``'vgg16_bn'``.
       lr: ResNet18's learning rate (T §2.4: 0.05).
-      vgg_lr: VGG16's learning rate (T §2.4: 0.01).
+      vgg_lr: VGG16's learning rate (T §2.4: 0.01; small scale 0.05).
       schedule: ``'step'`` (× 0.2 every ``step_every_epochs``; MNIST, CIFAR-10) or ``'constant'``
         (CIFAR-100).
       step_every_epochs: period of the step schedule (paper 60 of 200).
@@ -84,7 +86,7 @@ class Config(common.ImageTraining):
     models: tuple[str, ...] = ("resnet18", "vgg16_bn")
     width: int = 4
     lr: float = 0.05
-    vgg_lr: float = 0.01
+    vgg_lr: float = 0.05
     momentum: float = 0.9
     weight_decay: float = 1e-3
     epochs: int = 60
@@ -94,7 +96,9 @@ class Config(common.ImageTraining):
     vgg_init: str = "torchvision"
 
 
-_PAPER = dict(width=64, n_train=None, epochs=200, step_every_epochs=60, checkpoint_every=2_000)
+_PAPER = dict(
+    width=64, vgg_lr=0.01, n_train=None, epochs=200, step_every_epochs=60, checkpoint_every=2_000
+)
 SCALES = {
     "small": Config(),
     "paper": Config(dataset="mnist", **_PAPER),
