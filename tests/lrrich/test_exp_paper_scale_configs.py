@@ -96,6 +96,21 @@ def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
     assert "lenet5" in res["comparison"][0]["scale"]
 
 
+def test_label_shuffling_conv_scale_is_the_small_protocol_with_a_resnet():
+    exp = registry.get("label-shuffling")
+    conv, small = exp.config("conv"), exp.config("small")
+    assert (conv.model, conv.width, conv.n_train, conv.shuffle_fractions) == (
+        "resnet18",
+        4,
+        512,
+        (0.0, 1.0),
+    )
+    # the step schedule keeps its shape: lr x 0.2 every third of the run
+    assert conv.step_every_epochs / conv.epochs == small.step_every_epochs / small.epochs
+    same = ("dataset", "momentum", "weight_decay", "batch_size", "output_scale", "augment")
+    assert all(getattr(conv, f) == getattr(small, f) for f in same)
+
+
 @pytest.mark.parametrize("name", sorted(PAPER_DATA))
 def test_paper_configs_name_the_paper_setting(name):
     exp = registry.get(name)
