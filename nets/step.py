@@ -99,6 +99,10 @@ class Program:
             object.__setattr__(self, "_hash", cached)
         return cached
 
+    def __getstate__(self) -> dict:
+        # str hashes differ between processes: a copy or an unpickled Program rehashes
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def init(self, model: nnx.Module, hp: HParams) -> TrainState:
         """The initial :class:`TrainState` of ``model`` (already scaled/balanced, see :func:`build`).
 

@@ -1,7 +1,9 @@
 """The pure step with traced hyper-parameters: no recompilation, vmapped sweeps, NaN metrics."""
 
+import copy
 import dataclasses
 import math
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -99,6 +101,9 @@ def test_program_hash_is_cached_and_agrees_with_equality():
     a, b = program(0), program(1)  # other weights, the same structure and static config
     assert a == b and hash(a) == hash(b)
     assert hash(a) == hash(a)  # the cached value is returned on the second call
+    # the cache does not travel: str hashes differ between processes
+    for twin in (pickle.loads(pickle.dumps(a)), copy.copy(a)):
+        assert "_hash" not in vars(twin) and twin == a and hash(twin) == hash(a)
     for other in (
         dataclasses.replace(a, total_steps=9),
         dataclasses.replace(a, num_classes=3),
