@@ -20,9 +20,9 @@ test predictions follow the random code), test D_LR 0.080; lazy 80.5% / 69.1%, D
 paper's contrast (D_LR 0.0087 vs 0.63, test acc 10.0% vs 74.4%) with a less extreme rich D_LR.
 The lazy gap is training length: 100 epochs of 4,000 images are 3,100 Adam steps, the paper's
 100 epochs of 60,000 are 46,900. With the steps matched (1,500 epochs, ``--scale
-matched-steps``, 3 min 36 s wall idle) the lazy network reaches 90.6% / 76.0%, D_LR 0.60
-(measured, seed 0; 89.5% train in an earlier lazy-only run) against the paper's 98.7% / 74.4%,
-0.63. The rich network does *not* move towards the paper's 0.0087 with the steps matched: its
+matched-steps``, 3 min 36 s wall, partly beside another run) the lazy network reaches 90.6% /
+76.0%, D_LR 0.60 (measured, seed 0; 89.5% train in an earlier lazy-only run) against the
+paper's 98.7% / 74.4%, 0.63. The rich network does *not* move towards the paper's 0.0087 with the steps matched: its
 training-set D_LR settles at 0.06–0.07 from step 2,300 on (train acc 100%, loss ~1e-7), and its
 test D_LR, 0.08 at step 2,300, falls to 0.046 by step 14,000 but then jumps to 0.11–0.19 from
 step 21,000 (0.186 at 46,500) while the test accuracy rises from chance to 21–27% and the share
