@@ -434,6 +434,28 @@ def _metric_names(rows: list[dict]) -> tuple[list[str], list[str]]:
     return [m for m in names if not _is_timing(m)], [m for m in names if _is_timing(m)]
 
 
+_CONSTANT_RTOL = 1e-12  # mean/std round-off of identical float values, far below any result
+
+
+def _constant_metrics(rows: list[dict]) -> dict[str, float]:
+    """Result metrics that took one value in every finished run of the sweep (at least two runs).
+
+    Such entries are settings echoed into the summary (``num_classes``, ``n_train``, …), not
+    results: ``sweep.md`` states them once above the table instead of as "10 ± 0" columns, and
+    the figure leaves them out. ``sweep.json`` keeps them in every row.
+    """
+    out = {}
+    for m in _metric_names(rows)[0]:
+        stats = [r.get(m) for r in rows]
+        if any(s is None for s in stats) or sum(s["n"] for s in stats) < 2:
+            continue
+        means = [s["mean"] for s in stats]
+        tol = _CONSTANT_RTOL * max(1.0, max(abs(v) for v in means))
+        if max(means) - min(means) <= tol and all((s["std"] or 0.0) <= tol for s in stats):
+            out[m] = means[0]
+    return out
+
+
 def _cell(stats: dict | None, n: int) -> str:
     """``mean ± std``; ``(n=k)`` when the metric was defined for fewer seeds than finished."""
     if stats is None:
@@ -447,6 +469,8 @@ def _cell(stats: dict | None, n: int) -> str:
 def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
     rows = out["rows"]
     results, timings = _metric_names(rows)
+    constant = _constant_metrics(rows)
+    results = [m for m in results if m not in constant]
     counts = {
         s: sum(p["status"] == s for p in out["points"])
         for s in (FINISHED, DIVERGED, FAILED, PENDING)
@@ -460,6 +484,9 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
         "(n=k): the metric was defined, not NaN, for k of them).",
         "",
     ]
+    if constant:
+        same = ", ".join(f"{k} = {v:.6g}" for k, v in constant.items())
+        lines += [f"The same in every finished run (not tabulated): {same}.", ""]
     cols = [*grid_keys, "n", *results, *timings]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + " --- |" * len(cols))
@@ -480,7 +507,8 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
 
 def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
     """A grid of panels, one per result metric, mean ± sample std vs the first grid key."""
-    results, _ = _metric_names(rows)
+    constant = _constant_metrics(rows)
+    results = [m for m in _metric_names(rows)[0] if m not in constant]
     if not rows or not results or not grid_keys:
         return False
     import matplotlib.pyplot as plt

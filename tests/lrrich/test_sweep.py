@@ -94,9 +94,9 @@ def test_mean_and_sample_std_match_the_definitions(tmp_path):
 def test_a_single_seed_shows_no_spread(tmp_path):
     out = run_sweep("toy", parse_grid(["scale=2"]), tmp_path, progress=False)
     assert out["rows"][0]["y"]["std"] is None
-    assert (
-        "| 2 | 1 | 0.25 | -0.5 | — | 1 | 0.5 | 0.25 | 0.25 |" in (tmp_path / "sweep.md").read_text()
-    )
+    md = (tmp_path / "sweep.md").read_text()
+    assert "| 2 | 1 | 0.25 | -0.5 | 10 | — | 1 | 0.5 | 0.25 | 0.25 |" in md  # one run: a column
+    assert "The same in every finished run" not in md
 
 
 def test_a_metric_undefined_for_some_seeds_shows_its_own_n(tmp_path):
@@ -113,13 +113,33 @@ def test_a_point_that_failed_after_writing_results_counts_as_failed(tmp_path):
 
 
 def test_figure_is_a_grid_of_result_panels_without_timings(tmp_path):
-    rows = run_sweep("toy", parse_grid(["scale=1,2,3"]), tmp_path, progress=False)["rows"]
+    rows = run_sweep("toy", parse_grid(["offset=1,2,3"]), tmp_path, progress=False)["rows"]
     results, timings = sweep._metric_names(rows)
-    assert results == ["half_y", "minus_y", "odd_seeds_only", "twice_y", "y", "y_squared"]
+    assert results == [
+        "half_y", "minus_y", "num_classes", "odd_seeds_only", "twice_y", "y", "y_squared"
+    ]  # fmt: skip
     assert timings == ["train_seconds"]
+    assert sweep._constant_metrics(rows) == {"num_classes": 10.0}
     h, w = imread(tmp_path / "sweep.png").shape[:2]
-    assert w / h < 3  # 6 panels as 4 + 2 in two rows, not one strip
-    assert "train_seconds" in (tmp_path / "sweep.md").read_text()  # still tabulated
+    assert w / h < 3  # 6 panels (num_classes left out) as 4 + 2 in two rows, not one strip
+    md = (tmp_path / "sweep.md").read_text()
+    assert "train_seconds" in md  # still tabulated
+    assert "The same in every finished run (not tabulated): num_classes = 10." in md
+    header = next(line for line in md.splitlines() if line.startswith("| offset |"))
+    assert "num_classes" not in header and "y_squared" in header
+
+
+def test_constant_metrics_need_one_value_in_every_run_of_every_row():
+    def stats(mean, std, n):
+        return {"mean": mean, "std": std, "n": n}
+
+    one = {"point": {}, "n": 1}
+    assert sweep._constant_metrics([{**one, "c": stats(4.0, None, 1)}]) == {}  # one run: unknown
+    assert sweep._constant_metrics([{**one, "c": stats(0.1, 1e-17, 3)}]) == {"c": 0.1}  # round-off
+    assert sweep._constant_metrics([{**one, "c": stats(4.0, 0.5, 3)}]) == {}  # varies over seeds
+    rows = [{**one, "c": stats(4.0, None, 1)}, {**one, "c": stats(4.0 + 1e-9, None, 1)}]
+    assert sweep._constant_metrics(rows) == {}  # varies over the grid, however little
+    assert sweep._constant_metrics([{**one, "c": stats(4.0, 0.0, 2)}, {**one, "c": None}]) == {}
 
 
 def test_bad_seed_requests_are_refused(tmp_path):

@@ -55,6 +55,7 @@ def run(config: Config, run_dir: Path) -> dict:
             "twice_y": 2 * y,
             "odd_seeds_only": y if config.seed % 2 else float("nan"),
             "train_seconds": 0.25,
+            "num_classes": 10,  # a setting echoed into the summary, the same in every run
             "tag": config.tag,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "unset"),
         }
