@@ -49,21 +49,30 @@ def measures(model, model0, x: np.ndarray, y: np.ndarray, output_scale: float = 
     """
     from flax import nnx
 
-    from metrics import feature_kernel_distance, neural_collapse, parameter_norm
+    from metrics import feature_kernel_distance, parameter_norm
 
     phi, out = forward(model, x, output_scale)
     phi0, _ = forward(model0, x, output_scale)
     norm = float(parameter_norm(nnx.state(model, nnx.Param)))
     norm0 = float(parameter_norm(nnx.state(model0, nnx.Param)))
-    try:
-        nc1 = float(neural_collapse(phi, y, num_classes=out.shape[1]).nc1)
-    except ValueError:
-        nc1 = math.nan
     return {
         "dlr": safe_dlr(phi, out),
         "s_init": float(feature_kernel_distance(phi0, phi)),
         "param_norm": norm,
         "param_norm_ratio": norm / norm0,
-        "nc1": nc1,
+        "nc1": nc1(phi, y, out.shape[1]),
         "acc": float(np.mean(out.argmax(1) == y)),
     }
+
+
+def nc1(vectors: np.ndarray, y: np.ndarray, num_classes: int) -> float:
+    """NC1 = Tr(Σ_W Σ_B^†)/C (T Eq. D.6) of (n, d) ``vectors`` with labels ``y``; NaN if undefined.
+
+    Undefined when the class means coincide (Σ_B = 0), e.g. features that no longer vary.
+    """
+    from metrics import neural_collapse
+
+    try:
+        return float(neural_collapse(vectors, y, num_classes=num_classes).nc1)
+    except ValueError:
+        return math.nan

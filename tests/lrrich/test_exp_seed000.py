@@ -64,11 +64,28 @@ def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
     _report_ok(tmp_path, ["measures_vs_alpha.png", "dlr_curves.png"])
     table = res["table"]
     assert [r["alpha"] for r in table] == [1.0, 1000.0]
-    for key in ("dlr", "s_init", "param_norm", "nc1", "dlr_test", "test_acc"):
+    for key in ("dlr", "s_init", "param_norm", "nc1", "nc1_test", "nc1_outputs", "test_acc"):
         assert all(math.isfinite(r[key]) for r in table)
     assert res["summary"]["dlr_monotone"] is True
     rows = _comparison_ok(res)
     assert rows["D_LR vs alpha (Spearman)"]["verdict"] == "reproduced"
+    assert "on the test features" in rows["NC1 vs alpha (Spearman)"]["note"]
+
+
+def test_target_downscaling_fitted_row_judges_the_alpha_that_fit():
+    def summary(s_init, norm, nc1):
+        vals = {"s_init": s_init, "param_norm": norm, "nc1": nc1}
+        return {"alpha_max_fitted": 100.0} | {
+            f"{k}_spearman_vs_alpha_fitted": v for k, v in vals.items()
+        }
+
+    row = target_downscaling._fitted_row(summary(-1.0, -1.0, 1.0), "d", "s")
+    assert row["quantity"] == "prior measures vs alpha, fitted alpha only (<= 100)"
+    assert row["measured"] == "S_init -1.00, ‖θ‖² -1.00, NC1 +1.00"
+    assert row["verdict"] == "not reproduced" and row["note"] == "aligned with alpha: S_init, NC1"
+    row = target_downscaling._fitted_row(summary(0.5, -1.0, 0.8), "d", "s")
+    assert row["verdict"] == "reproduced" and row["note"] == "none aligns with alpha"
+    assert target_downscaling._fitted_row(summary(math.nan, -1.0, 1.0), "d", "s") is None
 
 
 def test_target_downscaling_rejects_bad_alphas(tmp_path):
@@ -140,3 +157,5 @@ def test_measures_against_direct_formulas():
     )
     assert got["param_norm"] == pytest.approx(naive, rel=1e-5)
     assert math.isnan(_seed000.safe_dlr(phi, np.ones_like(out)))
+    assert math.isnan(_seed000.nc1(np.ones_like(phi), y, 10))  # identical class means
+    assert _seed000.nc1(phi, y, 10) == got["nc1"] > 0
