@@ -30,6 +30,14 @@ def cast_model(model, dtype):
     return nnx.merge(graphdef, state)
 
 
+def scaled_model(model, c: float):
+    """A copy of ``model`` with every parameter multiplied by ``c``: θ₀ shrunk to ``c·θ₀``."""
+    from flax import nnx
+
+    graphdef, state = nnx.split(model)
+    return nnx.merge(graphdef, jax.tree.map(lambda a: a * c, state))
+
+
 def forward(model, x: np.ndarray, output_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """(Φ(x), s_out·f(x)) as float64 host arrays, computed in the model's own dtype."""
     from flax import nnx

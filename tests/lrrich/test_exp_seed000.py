@@ -111,6 +111,36 @@ def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
     assert rows["train / test accuracy final"]["verdict"] != "not reproduced"
     finite = [v for v in res["curves"]["dlr"] if math.isfinite(v)]
     assert s["dlr_last_defined"] == finite[-1]
+    # NC1 of θ₀ shrunk to the same norm (nothing learned) starts at the network's own NC1
+    assert res["curves"]["nc1_shrink"][0] == pytest.approx(s["nc1_f64_init"], rel=1e-9)
+    assert "shrunk uniformly" in rows["NC1 init -> final"]["note"]
+
+
+def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
+    """The mechanism the wd-tiny-lr docstring states, checked in float64 on real digits.
+
+    One hidden layer: NC1 is invariant under θ → cθ (positive homogeneity). Two: as c → 0 the
+    centred features tend to c²·(relu(x W₁ + b₁) W₂) masked to the units with b₂ > 0.
+    """
+    import jax.numpy as jnp
+
+    data = common.load_task("mnist5k", n_train=300)
+    x, y = data.x_train, data.y_train
+    one = _seed000.cast_model(common.build_model("mlp", data, width=32, depth=1), jnp.float64)
+    nc1_one = _seed000.nc1(_seed000.forward(one, x)[0], y, 10)
+    for c in (0.1, 1e-4):
+        phi = _seed000.forward(_seed000.scaled_model(one, c), x)[0]
+        assert _seed000.nc1(phi, y, 10) == pytest.approx(nc1_one, rel=1e-9)
+    two = _seed000.cast_model(common.build_model("mlp", data, width=32, depth=2), jnp.float64)
+    (k1, b1), (k2, b2) = [
+        (np.asarray(lin.kernel[...]), np.asarray(lin.bias[...])) for lin in two.layers
+    ]
+    limit = (np.maximum(x @ k1 + b1, 0.0) @ k2) * (b2 > 0)  # written out, no model code
+    shrunk = _seed000.forward(_seed000.scaled_model(two, 1e-5), x)[0]
+    assert _seed000.nc1(shrunk, y, 10) == pytest.approx(_seed000.nc1(limit, y, 10), rel=1e-4)
+    assert _seed000.nc1(limit, y, 10) != pytest.approx(
+        _seed000.nc1(_seed000.forward(two, x)[0], y, 10), rel=1e-2
+    )  # the limit is another value: the shrinkage moves NC1
 
 
 def test_comparison_rows_reject_unknown_verdicts():
