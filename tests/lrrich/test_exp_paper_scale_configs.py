@@ -96,6 +96,15 @@ def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
     assert "lenet5" in res["comparison"][0]["scale"]
 
 
+def test_learning_curve_resnet_scale_is_mf_regimes_resnet_protocol():
+    lc = registry.get("learning-curve").config("resnet")
+    mf = registry.get("mf-regime").config("small")
+    assert (lc.model, lc.width) == ("resnet18", mf.width)
+    same = ("dataset", "lr", "momentum", "epochs", "step_every_epochs", "output_scale")
+    assert all(getattr(lc, f) == getattr(mf, f) for f in same)
+    assert lc.n_trains[-1] == 4000 and lc.weight_decays == (0.0, 1e-3)
+
+
 def test_label_shuffling_conv_scale_is_the_small_protocol_with_a_resnet():
     exp = registry.get("label-shuffling")
     conv, small = exp.config("conv"), exp.config("small")
