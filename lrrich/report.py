@@ -41,6 +41,47 @@ def _comparison_table(rows: list[dict]) -> list[str]:
     return out
 
 
+def _disagreements(rows: list[dict]) -> list[str]:
+    """The comparison rows not reproduced within tolerance, each with its note, and a pointer to
+    the experiment's own account of what was investigated (its docstring, below)."""
+    off = [r for r in rows if r.get("verdict") != "reproduced"]
+    if not off:
+        return []
+    lines = [
+        "## Disagreements",
+        "",
+        f"{len(off)} of {len(rows)} quantities are not reproduced within the experiment's "
+        "tolerance:",
+        "",
+    ]
+    for r in off:
+        note = r.get("note") or "no note"
+        lines.append(f"- **{_cell(r.get('quantity', '?'))}** ({r.get('verdict')}): {note}")
+    lines += [
+        "",
+        "What was investigated and why the values differ: *About this experiment* below.",
+        "",
+    ]
+    return lines
+
+
+def _about(exp) -> list[str]:
+    """The experiment module's docstring: protocol, deviations from the paper, the reference
+    measurements and the investigations of its disagreements."""
+    import importlib
+
+    if exp is None or not exp.module:
+        return []
+    try:
+        doc = importlib.import_module(exp.module).__doc__
+    except ImportError:
+        return []
+    if not doc or not doc.strip():
+        return []
+    text = doc.strip("\n").replace("```", "'''")  # a fence inside would end the block
+    return ["## About this experiment", "", "```text", text, "```", ""]
+
+
 def _dataset_warning(exp, cfg: dict) -> list[str]:
     """A note when the run's ``dataset`` differs from the one of the experiment's paper scale."""
     paper_cfg = exp.scales.get("paper") if exp is not None else None
@@ -93,6 +134,7 @@ def render_markdown(run_dir: str | Path) -> str:
     warning = _dataset_warning(exp, cfg)
     if res.get("comparison"):
         lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
+        lines += _disagreements(res["comparison"])
     elif exp is not None and exp.paper:
         lines += ["## Paper vs measured", "", *warning, *_paper_table(exp.paper, summary), ""]
     if summary:
@@ -104,6 +146,7 @@ def render_markdown(run_dir: str | Path) -> str:
         lines += ["## Figures", ""]
         lines += [f"![{f.stem}]({f.name})" for f in figs]
         lines.append("")
+    lines += _about(exp)
     lines += [
         "## Config",
         "",

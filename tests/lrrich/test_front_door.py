@@ -1,11 +1,12 @@
 """Registry, run directories, reports, sweeps and the CLI, on a toy experiment."""
 
+import html
 import json
 
 import numpy as np
 import pytest
 
-from lrrich import cli, io, registry
+from lrrich import cli, io, registry, report
 from lrrich.runner import run_experiment
 from lrrich.sweep import parse_grid, run_sweep
 from tests.lrrich import toy_experiment
@@ -39,6 +40,31 @@ def test_run_writes_config_results_figures_report(tmp_path):
     assert "<table" in (tmp_path / "r" / "report.html").read_text()
     with pytest.raises(FileExistsError):
         run_experiment("toy", None, tmp_path / "r")
+
+
+def test_report_lists_disagreements_and_carries_the_experiments_docstring(tmp_path):
+    run_experiment("toy", None, tmp_path / "r")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## Disagreements" not in md  # no comparison rows: nothing to list
+    assert "## About this experiment" in md and toy_experiment.__doc__.strip() in md
+    res = io.read_json(tmp_path / "r" / "results.json")
+
+    def row(q, verdict, note):
+        return {"quantity": q, "paper": 1, "measured": 2, "verdict": verdict, "note": note}
+
+    res["comparison"] = [
+        row("a", "reproduced", "fine"),
+        row("b | c", "direction reproduced", "smaller"),
+        row("d", "not reproduced", ""),
+    ]
+    io.write_json(tmp_path / "r" / "results.json", res)
+    md = report.render_markdown(tmp_path / "r")
+    section = md.split("## Disagreements")[1].split("## ")[0]
+    assert "2 of 3 quantities are not reproduced" in section
+    assert "- **b / c** (direction reproduced): smaller" in section
+    assert "- **d** (not reproduced): no note" in section and "**a**" not in section
+    page = report._markdown_to_html(md)
+    assert "<pre>" in page and html.escape(toy_experiment.__doc__.strip()) in page
 
 
 def test_resume_refuses_a_run_dir_of_another_experiment(tmp_path):
