@@ -46,7 +46,8 @@ MF regime at every n (0.070–0.085). It is the test features that need data. We
 gives 0.171 → 0.067, richer at 6 of the 7 sizes (not at n = 200: 0.155 against 0.133), and
 test accuracy 97.5 against 97.2 % at n = 4,000 (T Fig 7.2(b): reproduced). The ResNet
 generalises poorly from few images: 23 % test accuracy at n = 50 against LeNet-5's 76 %. It
-fits the 50 images within 186 steps and stays there.
+fits the 50 images within 186 steps and stays there. BatchNorm's running statistics are not
+the cause: the test batch's own statistics give 24.1 %.
 """
 
 from __future__ import annotations
