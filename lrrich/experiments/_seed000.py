@@ -76,11 +76,14 @@ def measures(model, model0, x: np.ndarray, y: np.ndarray, output_scale: float = 
 def nc1(vectors: np.ndarray, y: np.ndarray, num_classes: int) -> float:
     """NC1 = Tr(Σ_W Σ_B^†)/C (T Eq. D.6) of (n, d) ``vectors`` with labels ``y``; NaN if undefined.
 
-    Undefined when the class means coincide (Σ_B = 0), e.g. features that no longer vary.
+    Undefined when the features are constant or the class means coincide (Σ_B = 0), e.g. a
+    network shrunk to its biases. Bad input (mismatched shapes, an empty class) still raises.
     """
     from metrics import neural_collapse
 
     try:
         return float(neural_collapse(vectors, y, num_classes=num_classes).nc1)
-    except ValueError:
+    except ValueError as e:
+        if "undefined" not in str(e):
+            raise
         return math.nan

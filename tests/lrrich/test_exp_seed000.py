@@ -188,4 +188,6 @@ def test_measures_against_direct_formulas():
     assert got["param_norm"] == pytest.approx(naive, rel=1e-5)
     assert math.isnan(_seed000.safe_dlr(phi, np.ones_like(out)))
     assert math.isnan(_seed000.nc1(np.ones_like(phi), y, 10))  # identical class means
+    with pytest.raises(ValueError):  # bad input is an error, not a NaN
+        _seed000.nc1(phi[:-1], y, 10)
     assert _seed000.nc1(phi, y, 10) == got["nc1"] > 0
