@@ -1,5 +1,7 @@
 """The emergence experiment (T Fig 5.1–5.2) at a tiny scale: structure, figures, report, resume."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,8 +37,10 @@ def test_tiny_run_structure_figures_report_and_resume(tmp_path):
     cfg = em_exp.SCALES["tiny"]
     res = run_experiment("emergence", cfg, tmp_path / "run", scale="tiny")
     s = res["summary"]
-    for k in ("B2", "D_c", "N_c"):
+    for k in ("B2", "D_c", "N_c", "N_c_expressible"):
         assert np.isfinite(s[k]) and s[k] > 0
+    # the n_s = 1 ceiling: Eq 5.9 fitted to the best expressible R_1/S at widths_1 = (1, 4)
+    np.testing.assert_allclose(res["width"]["R_expressible_1"], [1 / 7, 1.0])
     assert len(s["emergence_step_net"]) == len(s["emergence_step_model"]) == cfg.n_s
     n_t = cfg.time_steps // cfg.time_eval_every + 1
     assert np.asarray(res["time"]["R_net"]).shape == (cfg.n_seeds, n_t, cfg.n_s)
@@ -125,3 +129,109 @@ def test_train_skills_is_the_library_step_and_matches_a_direct_gradient(name):
     assert got.shape == (2, 2, 3, task.n_s)
     assert np.abs(ref[..., -1, :] - ref[..., 0, :]).max() > 1e-3  # the networks did learn
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=1e-6)
+
+
+def _parity_features(task, units):
+    """Exact enumeration of every skill-bit pattern of a one-skill task; a width-N ReLU network
+    (:class:`nets.models.MLP`) whose unit j reads the count c of relevant ones as relu(s_j·c + t_j),
+    its readout the least-squares fit of g (with the output bias). Returns (R_1/S, x, f, g)."""
+    from nets.data.sparse_parity import skill_functions
+    from nets.models import MLP
+
+    bits = (np.arange(2**task.n_b)[:, None] >> np.arange(task.n_b)) & 1
+    x = jnp.asarray(np.concatenate([np.ones((len(bits), 1)), bits], 1), jnp.float32)
+    g = np.asarray(skill_functions(task, x)[:, 0], np.float64)
+    model = MLP(task.in_dim, (len(units),), 1, activation="relu", rngs=nnx.Rngs(0))
+    kernel = np.zeros((task.in_dim, len(units)), np.float32)
+    for j, (s, _) in enumerate(units):
+        kernel[task.n_s + np.asarray(task.relevant[0]), j] = s
+    model.layers[0].kernel[...] = jnp.asarray(kernel)
+    model.layers[0].bias[...] = jnp.asarray([t for _, t in units], jnp.float32)
+    h = np.asarray(model.features(x), np.float64)
+    A = np.concatenate([np.ones((len(h), 1)), h], 1)
+    beta = np.linalg.lstsq(A, g, rcond=None)[0]
+    model.head.kernel[...] = jnp.asarray(beta[1:, None], jnp.float32)
+    model.head.bias[...] = jnp.asarray(beta[:1], jnp.float32)
+    f = np.asarray(model(x)[:, 0], np.float64)
+    return float(np.mean(f * g)), f, g
+
+
+@pytest.mark.parametrize("m", [3, 4])
+def test_expressible_strength_is_reached_by_its_constructions(m):
+    """1 unit on one corner: 1/(2^m − 1); m units (c and m − 1 kinks): g exactly; m = 3, N = 2: 5/8."""
+    task = make_sparse_parity(jax.random.key(0), 1, 6, m, 0.6, 1.0, dtype=jnp.float32)
+    corner = [(-1.0, 1.0)]  # relu(1 − c): fires on c = 0 only
+    kinks = [(1.0, 0.0)] + [(1.0, -float(j)) for j in range(1, m)]  # relu(c), relu(c − j)
+    for units, N in ((corner, 1), (kinks, m)):
+        R, f, g = _parity_features(task, units)
+        np.testing.assert_allclose(R, em_exp.expressible_strength([N], m)[0], rtol=1e-6)
+    np.testing.assert_allclose(f, g, atol=1e-5)  # m units express the parity exactly
+    if m == 3:
+        R, _, _ = _parity_features(task, [(1.0, -1.0), (1.0, -2.0)])
+        np.testing.assert_allclose(R, 5 / 8, rtol=1e-6)
+    assert np.isnan(em_exp.expressible_strength([2], 4)[0])  # not derived for m = 4, N = 2
+    with pytest.raises(ValueError, match="widths must be >= 1"):
+        em_exp.expressible_strength([0, 3])
+
+
+def test_expressible_strength_is_not_beaten_by_random_restarts():
+    """m = 3: no width-1 or width-2 ReLU net (+ output bias) fitted from 64 random inits beats
+    1/7 and 5/8 on the 8 relevant-bit patterns; the best restart reaches them."""
+    import itertools
+
+    X = jnp.asarray(list(itertools.product([0.0, 1.0], repeat=3)))
+    g = (-1.0) ** X.sum(1)
+    for N, best in zip((1, 2), em_exp.expressible_strength([1, 2]), strict=True):
+
+        def fit(key, N=N):
+            k1, k2, k3 = jax.random.split(key, 3)
+            p = (jax.random.normal(k1, (3, N)), jax.random.normal(k2, (N,)),
+                 jax.random.normal(k3, (N,)), jnp.zeros(()))  # fmt: skip
+
+            def f(p):
+                return p[3] + jax.nn.relu(X @ p[0] + p[1]) @ p[2]
+
+            opt = optax.adam(1e-2)
+
+            def body(c, _):
+                p, s = c
+                u, s = opt.update(jax.grad(lambda q: jnp.mean((f(q) - g) ** 2))(p), s)
+                return (optax.apply_updates(p, u), s), None
+
+            (p, _), _ = jax.lax.scan(body, (p, opt.init(p)), None, length=4000)
+            return jnp.mean(f(p) * g)
+
+        R = np.asarray(jax.jit(jax.vmap(fit))(jax.random.split(jax.random.key(N), 64)))
+        assert R.max() <= best + 2e-3
+        assert R.max() >= best - 1e-2
+
+
+def test_bias_init_and_width_optimizer_readings():
+    """init_bias draws N(0, σ²) biases for live units only, keeping the weights; the width panel
+    trains with config.width_optimizer; an unknown optimizer is refused."""
+    task = make_sparse_parity(jax.random.key(0), 1, 8, 3, 0.6, 5.0, dtype=jnp.float32)
+    _, plain = em_exp.init_networks(task, [2, 5], 0.1, jax.random.key(1))
+    _, biased = em_exp.init_networks(task, [2, 5], 0.1, jax.random.key(1), init_bias=True)
+    np.testing.assert_array_equal(
+        plain["layers"][0]["kernel"][...], biased["layers"][0]["kernel"][...]
+    )
+    b = np.asarray(biased["layers"][0]["bias"][...])  # (2 networks, 5 units)
+    assert np.all(b[0, 2:] == 0) and np.all(b[0, :2] != 0) and np.all(b[1] != 0)
+    assert 0.01 < np.std(b[b != 0]) < 1.0 and np.all(np.asarray(biased["head"]["bias"][...]) != 0)
+    assert np.all(np.asarray(plain["layers"][0]["bias"][...]) == 0)
+
+    seen = []
+
+    def fake(task, widths, key, *, train, **kw):
+        seen.append((train.optimizer, kw["init_bias"]))
+        return np.zeros((1, len(widths), 2, task.n_s))
+
+    cfg = dataclasses.replace(em_exp.SCALES["tiny"], width_optimizer="adam", init_bias=True)
+    orig, em_exp.train_skills = em_exp.train_skills, fake
+    try:
+        em_exp._width_nets(cfg, 1, cfg.widths_1, cfg.width_steps_1)
+    finally:
+        em_exp.train_skills = orig
+    assert seen == [("adam", True)]
+    with pytest.raises(ValueError, match="width_optimizer"):
+        dataclasses.replace(cfg, width_optimizer="sgd")
