@@ -52,6 +52,7 @@ class ImageTraining:
       lr: learning rate η.
       momentum: SGD momentum (seed 000 App. F.4 / T §2.4: 0.9).
       weight_decay: L2 weight decay λ (coupled for sgd / adam).
+      eps: Adam's ε (PyTorch's default 1e-8); unused by SGD.
       batch_size: minibatch size B (128 in the papers; capped at the training-set size).
       epochs: training epochs.
       output_scale: ε, the network output is multiplied by ε (seed 000 App. F.4).
@@ -69,6 +70,7 @@ class ImageTraining:
     lr: float = 0.1
     momentum: float = 0.9
     weight_decay: float = 0.0
+    eps: float = 1e-8
     batch_size: int = 128
     epochs: int = 100
     output_scale: float = 1.0
@@ -91,6 +93,7 @@ def train_config(config: ImageTraining, n_train: int, **overrides):
         lr=config.lr,
         momentum=config.momentum,
         weight_decay=config.weight_decay,
+        eps=config.eps,
         batch_size=min(config.batch_size, n_train),
         epochs=config.epochs,
         output_scale=config.output_scale,

@@ -200,6 +200,20 @@ def test_build_model_goes_through_get_model(name):
     assert model.features(jnp.asarray(data.x_test[:3])).shape[0] == 3
 
 
+def test_train_config_carries_every_shared_training_field():
+    """Each ImageTraining field that shapes the dynamics reaches nets.TrainConfig unchanged."""
+    cfg = common.ImageTraining(
+        optimizer="adam", lr=3e-4, momentum=0.5, weight_decay=1e-3, eps=1e-4, batch_size=64,
+        epochs=7, output_scale=0.25, augment="cifar",
+    )  # fmt: skip
+    tc = common.train_config(cfg, n_train=50)
+    for k in ("optimizer", "lr", "momentum", "weight_decay", "eps", "epochs", "output_scale",
+              "augment"):  # fmt: skip
+        assert getattr(tc, k) == getattr(cfg, k), k
+    assert tc.batch_size == 50  # capped at the training-set size
+    assert common.train_config(cfg, 50, eps=1e-6).eps == 1e-6  # overrides win
+
+
 @pytest.mark.slow  # three JAX processes (~30 s CPU each on a loaded 2-core machine)
 def test_sweep_in_two_processes_aggregates(tmp_path):
     # single-valued grid keys act as overrides: a tiny MLP, 2 fractions × 2 seeds, 2 processes
