@@ -134,7 +134,7 @@ def test_train_skills_is_the_library_step_and_matches_a_direct_gradient(name):
 def _parity_features(task, units):
     """Exact enumeration of every skill-bit pattern of a one-skill task; a width-N ReLU network
     (:class:`nets.models.MLP`) whose unit j reads the count c of relevant ones as relu(s_j·c + t_j),
-    its readout the least-squares fit of g (with the output bias). Returns (R_1/S, x, f, g)."""
+    its readout the least-squares fit of g (with the output bias). Returns (R_1/S, f, g)."""
     from nets.data.sparse_parity import skill_functions
     from nets.models import MLP
 
@@ -206,7 +206,7 @@ def test_expressible_strength_is_not_beaten_by_random_restarts():
         assert R.max() >= best - 1e-2
 
 
-def test_bias_init_and_width_optimizer_readings():
+def test_bias_init_and_width_optimizer_readings(monkeypatch):
     """init_bias draws N(0, σ²) biases for live units only, keeping the weights; the width panel
     trains with config.width_optimizer; an unknown optimizer is refused."""
     task = make_sparse_parity(jax.random.key(0), 1, 8, 3, 0.6, 5.0, dtype=jnp.float32)
@@ -227,11 +227,8 @@ def test_bias_init_and_width_optimizer_readings():
         return np.zeros((1, len(widths), 2, task.n_s))
 
     cfg = dataclasses.replace(em_exp.SCALES["tiny"], width_optimizer="adam", init_bias=True)
-    orig, em_exp.train_skills = em_exp.train_skills, fake
-    try:
-        em_exp._width_nets(cfg, 1, cfg.widths_1, cfg.width_steps_1)
-    finally:
-        em_exp.train_skills = orig
+    monkeypatch.setattr(em_exp, "train_skills", fake)
+    em_exp._width_nets(cfg, 1, cfg.widths_1, cfg.width_steps_1)
     assert seen == [("adam", True)]
     with pytest.raises(ValueError, match="width_optimizer"):
         dataclasses.replace(cfg, width_optimizer="sgd")
