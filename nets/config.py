@@ -106,6 +106,10 @@ class TrainConfig:
                 f"need lr ≥ 0, weight_decay ≥ 0, 0 ≤ momentum < 1; got lr={self.lr}, "
                 f"weight_decay={self.weight_decay}, momentum={self.momentum}"
             )
+        if not (self.eps >= 0 and 0 <= self.b1 < 1 and 0 <= self.b2 < 1):  # torch.optim.Adam's
+            raise ValueError(
+                f"need eps ≥ 0 and 0 ≤ b1, b2 < 1; got eps={self.eps}, b1={self.b1}, b2={self.b2}"
+            )
         if self.batch_size < 1 or self.epochs < 0 or (self.steps is not None and self.steps < 0):
             raise ValueError(
                 f"need batch_size ≥ 1, epochs ≥ 0, steps ≥ 0; got {self.batch_size}, "
