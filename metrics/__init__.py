@@ -41,6 +41,7 @@ from metrics.kernels import (
 )
 from metrics.moments import Moments, accumulate_moments, merge_moments, moments
 from metrics.plots import plot_feature_decomposition, plot_metric_history
+from metrics.reference import ReferenceSample, random_feature_dlr, random_feature_dlr_mc
 
 __all__ = [
     "DLR",
@@ -51,6 +52,7 @@ __all__ = [
     "Moments",
     "NeuralCollapse",
     "Nystrom",
+    "ReferenceSample",
     "accumulate_moments",
     "activation_hamming_distance",
     "dlr",
@@ -75,4 +77,6 @@ __all__ = [
     "parameter_norm",
     "plot_feature_decomposition",
     "plot_metric_history",
+    "random_feature_dlr",
+    "random_feature_dlr_mc",
 ]
