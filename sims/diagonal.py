@@ -35,7 +35,6 @@ gap of emergent times gives 1/ε − 1 = (S/u₀ − 1)^r, a *power* r = (σ_i²
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -66,13 +65,19 @@ class DiagonalTrajectory(NamedTuple):
       t: times, shape ``T``.
       a: first-layer weights a_i(t), shape ``T + (d,)``.
       b: second-layer weights b_i(t), shape ``T + (d,)``.
-      u: mode strengths u_i = a_i b_i (the coefficient of x_i in f), shape ``T + (d,)``.
+      network_map: mode strengths u_i = a_i b_i (the coefficient of x_i in f), shape
+        ``T + (d,)`` (alias ``u``).
     """
 
     t: jax.Array
     a: jax.Array
     b: jax.Array
-    u: jax.Array
+    network_map: jax.Array
+
+    @property
+    def u(self) -> jax.Array:
+        """u_i = a_i b_i: :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Array:
@@ -110,9 +115,8 @@ def solve(
     sigma2: jax.Array,
     S: jax.Array,
     t: jax.Array,
-    *legacy: jax.Array | float,
-    eta: jax.Array | float | None = None,
-    lr: jax.Array | float | None = None,
+    *,
+    eta: jax.Array | float = 1.0,
 ) -> DiagonalTrajectory:
     r"""Exact gradient flow of the diagonal linear network for any initialisation (T Eq. 3.6–3.9).
 
@@ -127,24 +131,12 @@ def solve(
       sigma2: input variances σ_i² = E[x_i²] ≥ 0, shape ``(d,)`` or scalar.
       S: target scales S_i (any sign), shape ``(d,)`` or scalar.
       t: times t ≥ 0, any shape ``T``.
-      eta: learning rate η > 0 (scalar, default 1) of the flow on :func:`loss`.
-      lr: deprecated name of ``eta`` (also accepted as a sixth positional argument).
+      eta: learning rate η > 0 (scalar, keyword-only, default 1) of the flow on :func:`loss`.
 
     Returns:
       :class:`DiagonalTrajectory` with ``a``, ``b``, ``u`` of shape ``T + (d,)``.
     """
-    old = _checks.legacy_args("diagonal.solve", legacy, ("lr",), {"lr": lr})
-    lr = old.get("lr", lr)
-    if lr is not None:
-        if eta is not None:
-            raise TypeError("diagonal.solve got both eta and its deprecated name lr")
-        if not old:
-            warnings.warn(
-                "diagonal.solve: lr= is deprecated; pass eta=", DeprecationWarning, stacklevel=2
-            )
-        eta = lr
-    lr = 1.0 if eta is None else eta
-    a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=lr)
+    a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=eta)
     if a0.ndim != 1:
         raise ValueError(f"a0 must have shape (d,), got {a0.shape}")
     d = a0.shape[0]
@@ -163,7 +155,7 @@ def solve(
     P, Q = _squared_sum_and_difference(p0, q0, S, lr * sigma2, t[..., None])
     p = jnp.sign(p0) * jnp.sqrt(P)
     q = jnp.sign(q0) * jnp.sqrt(Q)
-    return DiagonalTrajectory(t=t, a=0.5 * (p + q), b=0.5 * (p - q), u=0.25 * (P - Q))
+    return DiagonalTrajectory(t=t, a=0.5 * (p + q), b=0.5 * (p - q), network_map=0.25 * (P - Q))
 
 
 def linear_comparison(
@@ -188,7 +180,7 @@ def linear_comparison(
         raise ValueError(f"sigma2 must have shape (d,), got {sigma2.shape}")
     S = jnp.broadcast_to(S, sigma2.shape)
     theta0 = jnp.broadcast_to(theta0, sigma2.shape)
-    return _linear_model.solve(theta0, sigma2, S, t).coeff
+    return _linear_model.solve(theta0, sigma2, S, t).network_map
 
 
 def emergent_time(
@@ -371,7 +363,7 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         s_u = jnp.max(jnp.abs(S))
         s_ab = jnp.maximum(jnp.sqrt(s_u), jnp.max(jnp.abs(jnp.concatenate([a0, b0]))))
         err = max(
-            float(jnp.max(jnp.abs(exact.u - flow["a"] * flow["b"])) / s_u),
+            float(jnp.max(jnp.abs(exact.network_map - flow["a"] * flow["b"])) / s_u),
             float(jnp.max(jnp.abs(exact.a - flow["a"])) / s_ab),
             float(jnp.max(jnp.abs(exact.b - flow["b"])) / s_ab),
         )

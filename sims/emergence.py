@@ -44,8 +44,13 @@ class EmergenceTrajectory(NamedTuple):
     """Closed-form trajectory of the time-extended multilinear model (T Eq 5.2)."""
 
     t: jax.Array  # (T,) times
-    R: jax.Array  # (T, N) skill strengths R_k(t)
+    network_map: jax.Array  # (T, N) skill strengths R_k(t), f = Σ_k R_k g_k (alias ``R``)
     loss: jax.Array  # (T,) loss Σ_k p_k ½(S − R_k)² (T Eq 4.10 weighted as in Eq 4.17)
+
+    @property
+    def R(self) -> jax.Array:
+        """R_k(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def solve(

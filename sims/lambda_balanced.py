@@ -84,13 +84,18 @@ __all__ = [
 class Solution(NamedTuple):
     """Exact λ-balanced trajectory at the requested times (``T = t.shape``)."""
 
-    network: jax.Array  # T + (c, d)   W₂W₁(t), the network map
+    network_map: jax.Array  # T + (c, d)   W₂W₁(t), the network map (alias ``network``)
     w1tw1: jax.Array  # T + (d, d)     W₁ᵀW₁(t) (upper-left block of X)
     w2w2t: jax.Array  # T + (c, c)     W₂W₂ᵀ(t) (lower-right block of X)
     q: jax.Array  # T + (d + c, h)     Q(t) = [W₁ᵀ; W₂](t) up to a rotation of the hidden space
     lam: jax.Array  # ()               λ = (W₂ᵀW₂ − W₁W₁ᵀ)_ii (conserved)
     kernel_distance: jax.Array  # T    NTK kernel distance from t = 0 (Fort et al. 2020)
     t: jax.Array  # T                  the times
+
+    @property
+    def network(self) -> jax.Array:
+        """W₂W₁(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 class PhaseDiagram(NamedTuple):
@@ -527,7 +532,7 @@ def _solve_path(W1, W2, sig, t, path: str, lapack: bool = False):
         dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
         shape = t.shape
         return Solution(
-            network=network.reshape(shape + (c, d)),
+            network_map=network.reshape(shape + (c, d)),
             w1tw1=w1tw1.reshape(shape + (d, d)),
             w2w2t=w2w2t.reshape(shape + (c, c)),
             q=Q.reshape(shape + (d + c, h)),
@@ -791,7 +796,7 @@ def phase_diagram(
         def cell(lam, scale):
             W1, W2 = _balanced_init(key, d, h, c, scale, lam)
             sol, fast = _solve_path(W1, W2, sig, t_end, path)
-            return sol.kernel_distance, 0.5 * jnp.sum((sol.network - sig) ** 2), fast
+            return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
 
         return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
 
@@ -856,6 +861,6 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
     size = (1.0 + jnp.abs(lam))[:, None, None, None]  # ‖Σ‖₂ = 1
     errs = [
         jnp.max(jnp.abs(a - b) / size)
-        for a, b in zip((sol.network, sol.w1tw1, sol.w2w2t), ref, strict=True)
+        for a, b in zip((sol.network_map, sol.w1tw1, sol.w2w2t), ref, strict=True)
     ]
     return float(max(errs))

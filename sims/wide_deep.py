@@ -314,8 +314,13 @@ class TaskAligned(NamedTuple):
     """Implicit-bias solution of a task-aligned square network (K Theorem B.6)."""
 
     Lambda: jax.Array  # (d,) singular values Λ* of β(∞) in the task basis
-    beta: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ
+    network_map: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ (alias ``beta``)
     converged: jax.Array  # () bool, Newton's stopping criterion met (see _minimise_on_affine)
+
+    @property
+    def beta(self) -> jax.Array:
+        """β(∞): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def _violation(M: jax.Array) -> float:

@@ -162,6 +162,10 @@ def test_bad_input():
         diagonal.solve(a, a, 1.0, 1.0, -1.0)
     with pytest.raises(ValueError, match="a0"):
         diagonal.solve(jnp.array([jnp.inf, 0.0]), a, 1.0, 1.0, 1.0)
+    with pytest.raises(TypeError):  # the rate is eta=, keyword-only (lr= and a sixth arg are gone)
+        diagonal.solve(a, a, 1.0, 1.0, 1.0, 0.5)
+    with pytest.raises(TypeError):
+        diagonal.solve(a, a, 1.0, 1.0, 1.0, lr=0.5)
     with pytest.raises(ValueError, match="u0 / S"):
         diagonal.emergent_time(0.1, 2.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="eps"):
