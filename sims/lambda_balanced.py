@@ -202,6 +202,10 @@ def _householder(cols, complete):
         norm = _safe_norm(x, 0)
         v = jnp.concatenate([(x[0] + sign * norm)[None], x[1:]], axis=0)
         vv = norm * (norm + jnp.abs(x[0]))  # ½vᵀv
+        if x.shape[0] == 1:
+            # The last row (m ≤ k) is already reduced: no reflection, as in LAPACK's dlarfg, so
+            # R's signs (and Q(t)'s gauge) are LAPACK's and lapack=True/False agree.
+            vv = jnp.zeros_like(vv)
         beta = jnp.where(vv > 0, 1.0 / jnp.where(vv > 0, vv, 1.0), 0.0)
         refl.append((v, beta))
         diag = jnp.where(vv > 0, -sign * norm, x[0])
@@ -458,8 +462,10 @@ def _graded_init(V, W1, W2, rotation: bool, lapack: bool = False):
     ``lapack=True`` (L0 only) takes R_b from LAPACK's QR, one call (~1 µs) instead of ~20 tiny
     kernels (~10 µs): for unbatched, undifferentiated evaluation only, since batched LAPACK QRs
     were part of the XLA:CPU hang (``benchmarks/bench_closed_form.py --hang``) and the elementwise
-    Householder is the one that differentiates at zero columns. Its column signs may differ from
-    the Householder's where a column of Q̃ᵀ is already reduced; X is invariant to them.
+    Householder is the one that differentiates at zero columns. Both follow LAPACK's sign
+    convention (the last row unreflected), so ``q``'s derivative, taken on the Householder path,
+    is that of the ``q`` returned; they can still differ where an earlier column of Q̃ᵀ happens to
+    be reduced already (X is invariant to the signs).
     """
     h = W1.shape[0]
     Qt = V.T @ jnp.concatenate([W1.T, W2], axis=0)  # (n, h)
