@@ -99,4 +99,3 @@ def check_shape(x, name: str, shape: tuple, what: str = "") -> None:
     if not ok:
         want = tuple("*" if e is None else e for e in shape)
         raise ValueError(f"{name} must have shape {want}{' ' + what if what else ''}, got {s}")
-

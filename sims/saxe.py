@@ -227,7 +227,9 @@ def solve(
     w1 = jnp.einsum("hr,...r,dr->...hd", r_dir, modes.a, v)
     w2 = jnp.einsum("cr,...r,hr->...ch", u, modes.b, r_dir)
     network_map = jnp.einsum("cr,...r,dr->...cd", u, modes.network_map, v)
-    return SaxeTrajectory(t=t, rho=rho, strength=modes.network_map, network_map=network_map, w1=w1, w2=w2)
+    return SaxeTrajectory(
+        t=t, rho=rho, strength=modes.network_map, network_map=network_map, w1=w1, w2=w2
+    )
 
 
 def conserved(w1: jax.Array, w2: jax.Array) -> jax.Array:

@@ -171,7 +171,9 @@ def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
     pos_norm = norm_w > 0
     phi = jnp.where(pos_norm, q / (jnp.sqrt(s2) * jnp.where(pos_norm, norm_w, 1.0)), 0.0)
     phi = jnp.clip(phi, -1.0, 1.0)
-    return Trajectory(a=a, w=w, mu=a * norm_w, phi=phi, network_map=a[..., None] * w, delta=delta, t=t)
+    return Trajectory(
+        a=a, w=w, mu=a * norm_w, phi=phi, network_map=a[..., None] * w, delta=delta, t=t
+    )
 
 
 _solve_jit = jax.jit(_solve)
