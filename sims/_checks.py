@@ -99,26 +99,3 @@ def check_shape(x, name: str, shape: tuple, what: str = "") -> None:
     if not ok:
         want = tuple("*" if e is None else e for e in shape)
         raise ValueError(f"{name} must have shape {want}{' ' + what if what else ''}, got {s}")
-
-
-def legacy_args(func: str, args: tuple, names: tuple[str, ...], given: dict) -> dict:
-    """Map deprecated positional ``args`` onto the keyword-only ``names`` of ``func``, warning once.
-
-    ``given`` holds the keyword values the caller passed explicitly (``None`` when not passed);
-    an argument given both ways is an error.
-    """
-    if len(args) > len(names):
-        raise TypeError(f"{func} takes at most {len(names)} rates/options after t, got {len(args)}")
-    out = {}
-    if args:
-        warnings.warn(
-            f"{func}: passing {', '.join(names[: len(args)])} positionally is deprecated; "
-            f"pass them by keyword ({', '.join(n + '=...' for n in names[: len(args)])})",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    for name, value in zip(names, args, strict=False):
-        if given.get(name) is not None:
-            raise TypeError(f"{func} got {name} both positionally and by keyword")
-        out[name] = value
-    return out

@@ -21,8 +21,10 @@ u = ab = (p² − q²)/4 and √(C² + 4u²) = a² + b². P = p² obeys the Ricc
            q(t)^2 = \frac{q_0^2 (w_− + w_+ e) + C² h}{(q_0^2 + P_+) h + e}
 
 (q² is p² under b → −b, i.e. S → −S). Every term is ≥ 0, so there is no cancellation, nothing
-overflows for any t ≥ 0, and D → 0 is the finite limit h → ησ²t/2. Then p, q keep the signs of
-p₀, q₀, a = (p + q)/2, b = (p − q)/2, u = (p² − q²)/4. Balanced (C = 0, a = b) gives T Eq. 3.9 /
+overflows for any t ≥ 0, and D → 0 is the finite limit h → ησ²t/2. Since C² = p₀²q₀², p² and q²
+are p₀² and q₀² times factors with no 0/0 at C = 0: p = p₀√(p²/p₀²), q = q₀√(q²/q₀²) keep the
+signs of p₀, q₀ and are smooth (with their derivatives) through a balanced init q₀ = 0; then
+a = (p + q)/2, b = (p − q)/2, u = (p² − q²)/4. Balanced (C = 0, a = b) gives T Eq. 3.9 /
 A.20, u/S = 1/(1 + (S/u₀ − 1)e^{−2ησ²St}); a₀ = −b₀ with S > 0 stays at the saddle u → 0⁻;
 a₀ = b₀ = 0 is the saddle u ≡ 0; |C| ≫ |S| gives the linear-model exponential with rate ησ²|C|.
 
@@ -35,7 +37,6 @@ gap of emergent times gives 1/ε − 1 = (S/u₀ − 1)^r, a *power* r = (σ_i²
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -66,13 +67,19 @@ class DiagonalTrajectory(NamedTuple):
       t: times, shape ``T``.
       a: first-layer weights a_i(t), shape ``T + (d,)``.
       b: second-layer weights b_i(t), shape ``T + (d,)``.
-      u: mode strengths u_i = a_i b_i (the coefficient of x_i in f), shape ``T + (d,)``.
+      network_map: mode strengths u_i = a_i b_i (the coefficient of x_i in f), shape
+        ``T + (d,)`` (alias ``u``).
     """
 
     t: jax.Array
     a: jax.Array
     b: jax.Array
-    u: jax.Array
+    network_map: jax.Array
+
+    @property
+    def u(self) -> jax.Array:
+        """u_i = a_i b_i: :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Array:
@@ -80,8 +87,13 @@ def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Ar
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), fallback)
 
 
-def _squared_sum_and_difference(p0, q0, S, rate, t):
-    """p(t)² and q(t)² of the module docstring; all inputs broadcast, ``rate`` = ησ²."""
+def _growth_factors(p0, q0, S, rate, t):
+    """(p/p₀)² and (q/q₀)² at time t (module docstring); all inputs broadcast, ``rate`` = ησ².
+
+    C² = p₀²q₀² is factored out of the numerators of p(t)², q(t)², so neither factor is 0/0 at
+    q₀ = 0 or p₀ = 0 (C = 0, e.g. a balanced init) and p = p₀√(·), q = q₀√(·) are smooth there —
+    also in their derivatives, which a sign(q₀)√(q²) form turns into 0·∞ = NaN.
+    """
     C = p0 * q0
     D = jnp.hypot(2.0 * S, C)
     pos = D > 0
@@ -95,13 +107,19 @@ def _squared_sum_and_difference(p0, q0, S, rate, t):
     # h = (1 − e^{−x})/(2D) = (ησ² t/2)·(1 − e^{−x})/x, finite as D → 0.
     xs = jnp.where(x > 0, x, 1.0)
     h = 0.5 * rate * t * jnp.where(x > 0, -jnp.expm1(-xs) / xs, 1.0)
-    p0s, q0s, C2 = p0 * p0, q0 * q0, C * C
+    p0s, q0s = p0 * p0, q0 * q0
     den_p = (p0s + p_minus) * h + e
     den_q = (q0s + p_plus) * h + e
-    # A zero denominator needs p₀ = 0 (then p ≡ 0) resp. q₀ = 0 (then q ≡ 0).
-    P = _safe_div(p0s * (w_plus + w_minus * e) + C2 * h, den_p, den_p > 0, 0.0)
-    Q = _safe_div(q0s * (w_minus + w_plus * e) + C2 * h, den_q, den_q > 0, 0.0)
-    return P, Q
+    # A zero denominator (only once e^{−x} underflows) needs p₀ = 0 (then p ≡ 0) resp. q₀ = 0.
+    gp = _safe_div(w_plus + w_minus * e + q0s * h, den_p, den_p > 0, 0.0)
+    gq = _safe_div(w_minus + w_plus * e + p0s * h, den_q, den_q > 0, 0.0)
+    return gp, gq
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+    """√x with a finite derivative at x = 0 (reached only when e^{−x} underflows)."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
 def solve(
@@ -110,9 +128,8 @@ def solve(
     sigma2: jax.Array,
     S: jax.Array,
     t: jax.Array,
-    *legacy: jax.Array | float,
-    eta: jax.Array | float | None = None,
-    lr: jax.Array | float | None = None,
+    *,
+    eta: jax.Array | float = 1.0,
 ) -> DiagonalTrajectory:
     r"""Exact gradient flow of the diagonal linear network for any initialisation (T Eq. 3.6–3.9).
 
@@ -127,24 +144,12 @@ def solve(
       sigma2: input variances σ_i² = E[x_i²] ≥ 0, shape ``(d,)`` or scalar.
       S: target scales S_i (any sign), shape ``(d,)`` or scalar.
       t: times t ≥ 0, any shape ``T``.
-      eta: learning rate η > 0 (scalar, default 1) of the flow on :func:`loss`.
-      lr: deprecated name of ``eta`` (also accepted as a sixth positional argument).
+      eta: learning rate η > 0 (scalar, keyword-only, default 1) of the flow on :func:`loss`.
 
     Returns:
       :class:`DiagonalTrajectory` with ``a``, ``b``, ``u`` of shape ``T + (d,)``.
     """
-    old = _checks.legacy_args("diagonal.solve", legacy, ("lr",), {"lr": lr})
-    lr = old.get("lr", lr)
-    if lr is not None:
-        if eta is not None:
-            raise TypeError("diagonal.solve got both eta and its deprecated name lr")
-        if not old:
-            warnings.warn(
-                "diagonal.solve: lr= is deprecated; pass eta=", DeprecationWarning, stacklevel=2
-            )
-        eta = lr
-    lr = 1.0 if eta is None else eta
-    a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=lr)
+    a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=eta)
     if a0.ndim != 1:
         raise ValueError(f"a0 must have shape (d,), got {a0.shape}")
     d = a0.shape[0]
@@ -160,10 +165,10 @@ def solve(
     _checks.check_positive(t, "t", strict=False)
     _checks.check_positive(lr, "eta")
     p0, q0 = a0 + b0, a0 - b0
-    P, Q = _squared_sum_and_difference(p0, q0, S, lr * sigma2, t[..., None])
-    p = jnp.sign(p0) * jnp.sqrt(P)
-    q = jnp.sign(q0) * jnp.sqrt(Q)
-    return DiagonalTrajectory(t=t, a=0.5 * (p + q), b=0.5 * (p - q), u=0.25 * (P - Q))
+    gp, gq = _growth_factors(p0, q0, S, lr * sigma2, t[..., None])
+    p, q = p0 * _safe_sqrt(gp), q0 * _safe_sqrt(gq)
+    u = 0.25 * (p0 * p0 * gp - q0 * q0 * gq)  # (p² − q²)/4 without a square root's rounding
+    return DiagonalTrajectory(t=t, a=0.5 * (p + q), b=0.5 * (p - q), network_map=u)
 
 
 def linear_comparison(
@@ -188,7 +193,7 @@ def linear_comparison(
         raise ValueError(f"sigma2 must have shape (d,), got {sigma2.shape}")
     S = jnp.broadcast_to(S, sigma2.shape)
     theta0 = jnp.broadcast_to(theta0, sigma2.shape)
-    return _linear_model.solve(theta0, sigma2, S, t).coeff
+    return _linear_model.solve(theta0, sigma2, S, t).network_map
 
 
 def emergent_time(
@@ -371,7 +376,7 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         s_u = jnp.max(jnp.abs(S))
         s_ab = jnp.maximum(jnp.sqrt(s_u), jnp.max(jnp.abs(jnp.concatenate([a0, b0]))))
         err = max(
-            float(jnp.max(jnp.abs(exact.u - flow["a"] * flow["b"])) / s_u),
+            float(jnp.max(jnp.abs(exact.network_map - flow["a"] * flow["b"])) / s_u),
             float(jnp.max(jnp.abs(exact.a - flow["a"])) / s_ab),
             float(jnp.max(jnp.abs(exact.b - flow["b"])) / s_ab),
         )

@@ -8,7 +8,8 @@ Each extended model adds one calibration constant fitted on a single-skill (n_s 
   is exact when each layer is scaled by 𝓑 (f = (𝓑a_k)(𝓑b_k)g_k). We parameterise by the rate
   factor ``B2`` = 𝓑² of Eq 5.2 so calibrated numbers compare directly with the thesis' 1/22.
 * data  — D_c-shot learner (Eq 5.3–5.5, B.26);
-* width — N_c basis functions per skill (Eq 5.6–5.9, B.44);
+* width — N_c basis functions per skill (Eq 5.6–5.9, B.44), and the ceiling a width-N ReLU
+  network can express on a parity skill (:func:`expressible_strength`);
 * the linear-model variant with w_k instead of a_k b_k (Eq C.3–C.6).
 
 Also the least-squares calibrations of B², D_c, N_c used in T §5.2.
@@ -16,10 +17,12 @@ Also the least-squares calibrations of B², D_c, N_c used in T §5.2.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from sims._checks import as_float, check_finite, check_positive
@@ -33,6 +36,7 @@ __all__ = [
     "data_emergence",
     "data_emergence_loss",
     "parameter_emergence",
+    "expressible_strength",
     "linear_skill_strength",
     "calibrate_time",
     "calibrate_data",
@@ -44,8 +48,13 @@ class EmergenceTrajectory(NamedTuple):
     """Closed-form trajectory of the time-extended multilinear model (T Eq 5.2)."""
 
     t: jax.Array  # (T,) times
-    R: jax.Array  # (T, N) skill strengths R_k(t)
+    network_map: jax.Array  # (T, N) skill strengths R_k(t), f = Σ_k R_k g_k (alias ``R``)
     loss: jax.Array  # (T,) loss Σ_k p_k ½(S − R_k)² (T Eq 4.10 weighted as in Eq 4.17)
+
+    @property
+    def R(self) -> jax.Array:
+        """R_k(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def solve(
@@ -186,6 +195,45 @@ def parameter_emergence(N: ArrayLike, S: ArrayLike, N_c: ArrayLike, n_s: int) ->
     N = as_float(N, "N")[..., None]
     k = jnp.arange(1, int(n_s) + 1, dtype=N.dtype)
     return S * jnp.clip(N / N_c - (k - 1), 0.0, 1.0)
+
+
+def expressible_strength(widths: Sequence[int], m: int = 3) -> np.ndarray:
+    r"""Best R_1/S that N ReLU units with an output bias can express on one m-bit parity skill.
+
+    The ceiling under the width model of T Eq 5.9: however long a width-N network trains, R_1/S
+    cannot exceed this value, so Eq 5.9 fitted to it (:func:`calibrate_width`) gives the N_c of a
+    network that always finds its best fit — 3.19 on widths (1, 2, 3, 4, 5, 6, 8, 12) for m = 3
+    (T's value is 4).
+
+    On {0, 1} skill bits the skill function depends only on the count c ∈ {0, …, m} of relevant
+    ones, g = (−1)^c (T Eq 4.2), and its mean is 0, so the best width-N network f = β₀ +
+    Σ_j β_j relu(w_jᵀx + b_j) is the projection of S·g onto span{1, relu(·)} and
+    R_1/S = E[f g]/S = ‖P g‖² (T Eq 4.7; E[g²] = 1). Constructions (their values are tested):
+
+    * N ≥ m: exact, R_1/S = 1. g is the piecewise-linear interpolant
+      1 − 2c + Σ_{j=1}^{m−1} 4(−1)^{j+1} relu(c − j): one unit for c = relu(c), one per kink.
+    * N = 1: one unit firing on a single corner, relu(1 − c), gives R_1/S = 1/(2^m − 1).
+    * m = 3, N = 2: relu(c − 1), relu(c − 2) fit g on c ≥ 2 and its mean −1/2 on c ≤ 1:
+      R_1/S = 5/8.
+
+    For m = 3 these are also the largest values random restarts of Adam reach on the 8
+    relevant-bit patterns (tested). For m ≠ 3 the N = 1 value is the construction's (a lower
+    bound on the best), and 1 < N < m is not derived (NaN).
+
+    Args:
+      widths: (K,) hidden widths N ≥ 1.
+      m: relevant bits per skill (T: 3).
+
+    Returns:
+      (K,) best R_1/S per width.
+    """
+    N = np.asarray(widths)
+    if N.size == 0 or np.any(N < 1) or int(m) < 1:
+        raise ValueError(f"widths must be >= 1 and m >= 1, got widths={widths}, m={m}")
+    known = {1: 1.0 / (2 ** int(m) - 1)}
+    if int(m) == 3:
+        known[2] = 5.0 / 8.0
+    return np.array([1.0 if n >= m else known.get(int(n), np.nan) for n in N])
 
 
 def linear_skill_strength(

@@ -84,13 +84,18 @@ __all__ = [
 class Solution(NamedTuple):
     """Exact λ-balanced trajectory at the requested times (``T = t.shape``)."""
 
-    network: jax.Array  # T + (c, d)   W₂W₁(t), the network map
+    network_map: jax.Array  # T + (c, d)   W₂W₁(t), the network map (alias ``network``)
     w1tw1: jax.Array  # T + (d, d)     W₁ᵀW₁(t) (upper-left block of X)
     w2w2t: jax.Array  # T + (c, c)     W₂W₂ᵀ(t) (lower-right block of X)
     q: jax.Array  # T + (d + c, h)     Q(t) = [W₁ᵀ; W₂](t) up to a rotation of the hidden space
     lam: jax.Array  # ()               λ = (W₂ᵀW₂ − W₁W₁ᵀ)_ii (conserved)
     kernel_distance: jax.Array  # T    NTK kernel distance from t = 0 (Fort et al. 2020)
     t: jax.Array  # T                  the times
+
+    @property
+    def network(self) -> jax.Array:
+        """W₂W₁(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 class PhaseDiagram(NamedTuple):
@@ -197,6 +202,10 @@ def _householder(cols, complete):
         norm = _safe_norm(x, 0)
         v = jnp.concatenate([(x[0] + sign * norm)[None], x[1:]], axis=0)
         vv = norm * (norm + jnp.abs(x[0]))  # ½vᵀv
+        if x.shape[0] == 1:
+            # The last row (m ≤ k) is already reduced: no reflection, as in LAPACK's dlarfg, so
+            # R's signs (and Q(t)'s gauge) are LAPACK's and lapack=True/False agree.
+            vv = jnp.zeros_like(vv)
         beta = jnp.where(vv > 0, 1.0 / jnp.where(vv > 0, vv, 1.0), 0.0)
         refl.append((v, beta))
         diag = jnp.where(vv > 0, -sign * norm, x[0])
@@ -453,8 +462,10 @@ def _graded_init(V, W1, W2, rotation: bool, lapack: bool = False):
     ``lapack=True`` (L0 only) takes R_b from LAPACK's QR, one call (~1 µs) instead of ~20 tiny
     kernels (~10 µs): for unbatched, undifferentiated evaluation only, since batched LAPACK QRs
     were part of the XLA:CPU hang (``benchmarks/bench_closed_form.py --hang``) and the elementwise
-    Householder is the one that differentiates at zero columns. Its column signs may differ from
-    the Householder's where a column of Q̃ᵀ is already reduced; X is invariant to them.
+    Householder is the one that differentiates at zero columns. Both follow LAPACK's sign
+    convention (the last row unreflected), so ``q``'s derivative, taken on the Householder path,
+    is that of the ``q`` returned; they can still differ where an earlier column of Q̃ᵀ happens to
+    be reduced already (X is invariant to the signs).
     """
     h = W1.shape[0]
     Qt = V.T @ jnp.concatenate([W1.T, W2], axis=0)  # (n, h)
@@ -527,7 +538,7 @@ def _solve_path(W1, W2, sig, t, path: str, lapack: bool = False):
         dist = ntk_kernel_distance(W1.T @ W1, W2 @ W2.T, w1tw1, w2w2t)
         shape = t.shape
         return Solution(
-            network=network.reshape(shape + (c, d)),
+            network_map=network.reshape(shape + (c, d)),
             w1tw1=w1tw1.reshape(shape + (d, d)),
             w2w2t=w2w2t.reshape(shape + (c, c)),
             q=Q.reshape(shape + (d + c, h)),
@@ -791,7 +802,7 @@ def phase_diagram(
         def cell(lam, scale):
             W1, W2 = _balanced_init(key, d, h, c, scale, lam)
             sol, fast = _solve_path(W1, W2, sig, t_end, path)
-            return sol.kernel_distance, 0.5 * jnp.sum((sol.network - sig) ** 2), fast
+            return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
 
         return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
 
@@ -856,6 +867,6 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
     size = (1.0 + jnp.abs(lam))[:, None, None, None]  # ‖Σ‖₂ = 1
     errs = [
         jnp.max(jnp.abs(a - b) / size)
-        for a, b in zip((sol.network, sol.w1tw1, sol.w2w2t), ref, strict=True)
+        for a, b in zip((sol.network_map, sol.w1tw1, sol.w2w2t), ref, strict=True)
     ]
     return float(max(errs))

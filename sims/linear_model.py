@@ -15,7 +15,6 @@ which is T Eq. 1.26 for f_0 = 0.
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -41,11 +40,17 @@ class ModeTrajectory(NamedTuple):
 
     Attributes:
       t: times, any shape ``T``.
-      coeff: ⟨e_k|f⟩(t), shape ``T + (p,)``.
+      network_map: mode coefficients ⟨e_k|f⟩(t) of the network map f, shape ``T + (p,)``
+        (alias ``coeff``).
     """
 
     t: jax.Array
-    coeff: jax.Array
+    network_map: jax.Array
+
+    @property
+    def coeff(self) -> jax.Array:
+        """⟨e_k|f⟩(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 class Learnability(NamedTuple):
@@ -60,70 +65,40 @@ class Learnability(NamedTuple):
     kappa: jax.Array
 
 
-def _contract_order(a0, a1) -> tuple:
-    """``(c0, rho)`` from the contract order ``(c0, rho, …)`` or the former ``(rho, c0, …)``.
-
-    ρ is a (p,) vector of non-negative eigenvalues; c0 is a scalar, (1,) or (p,) and may be
-    negative. A call is read in the former order when only that order fits the shapes, or when
-    both fit and (concrete) ``a1`` has a negative entry while ``a0`` has none (ρ ≥ 0 rules ``a1``
-    out as ρ). Otherwise — in particular for two non-negative (p,) vectors, where the orders
-    cannot be told apart — it is read in the contract order.
-    """
-
-    def fits(c, r):
-        nc, nr = jnp.ndim(c), jnp.ndim(r)
-        return nr == 1 and (nc == 0 or (nc == 1 and jnp.shape(c)[0] in (1, jnp.shape(r)[0])))
-
-    new_fits, old_fits = fits(a0, a1), fits(a1, a0)
-    old = old_fits and not new_fits
-    if old_fits and new_fits and _checks.is_concrete(a0) and _checks.is_concrete(a1):
-        old = bool(np.any(np.asarray(a1) < 0)) and not bool(np.any(np.asarray(a0) < 0))
-    if not old:
-        return a0, a1
-    warnings.warn(
-        "linear_model.solve(rho, c0, c_star, t) is deprecated; "
-        "call linear_model.solve(c0, rho, c_star, t, eta=...)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return a1, a0
-
-
 def solve(
     c0: jax.Array | float,
     rho: jax.Array,
     c_star: jax.Array | float,
     t: jax.Array,
-    *legacy: jax.Array | float,
-    eta: jax.Array | float | None = None,
+    *,
+    eta: jax.Array | float = 1.0,
 ) -> ModeTrajectory:
     r"""Mode coefficients of a linear model under gradient flow (T Eq. 1.25–1.26).
 
     .. math::  c_k(t) = c^*_k + (c_k(0) − c^*_k)\, e^{−η ρ_k t},
                \quad c_k = \langle e_k|f\rangle,\ c^*_k = \langle e_k|f^*\rangle
 
-    for the loss ½E[(f − f*)²] and dw/dt = −η ∇_w L. The former order
-    ``solve(rho, c0, c_star, t)`` still works with a DeprecationWarning where it can be told
-    apart from this one: by the shapes (c0 a scalar or (1,)), or by a negative entry in the
-    second argument (ρ ≥ 0). Two non-negative (p,) vectors are read in the order below.
+    for the loss ½E[(f − f*)²] and dw/dt = −η ∇_w L. The arguments are read in this order only
+    (the contract of :mod:`sims`: init, task, times, rates by keyword); nothing is inferred from
+    their values, so a call in another order fails on a shape or a sign check (ρ ≥ 0) or reads as
+    the order below.
 
     Args:
       c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (or a scalar / ``(1,)``, broadcast).
       rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``.
       c_star: target coefficients ⟨e_k|f*⟩, shape ``(p,)`` (broadcastable).
       t: times t ≥ 0, any shape ``T``.
-      eta: learning rate η > 0 (scalar, keyword; a fifth positional argument is still read as η,
-        deprecated).
+      eta: learning rate η > 0 (scalar, keyword-only, default 1).
 
     Returns:
       :class:`ModeTrajectory` with ``coeff`` of shape ``T + (p,)``.
     """
-    c0, rho = _contract_order(c0, rho)
-    lr = _checks.legacy_args("linear_model.solve", legacy, ("eta",), {"eta": eta}).get("eta", eta)
-    lr = 1.0 if lr is None else lr
-    rho, c0, c_star, t, lr = _checks.promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=lr)
+    rho, c0, c_star, t, lr = _checks.promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=eta)
     if rho.ndim != 1:
-        raise ValueError(f"rho must have shape (p,), got {rho.shape}")
+        raise ValueError(
+            f"rho must have shape (p,), got {rho.shape}; the order is "
+            "solve(c0, rho, c_star, t, *, eta) with the initial coefficients first"
+        )
     for x, name in ((c0, "c0"), (c_star, "c_star")):
         if x.ndim > 1 or (x.ndim == 1 and x.shape[0] not in (1, rho.shape[0])):
             raise ValueError(f"{name} must have shape ({rho.shape[0]},) like rho, got {x.shape}")
@@ -131,12 +106,12 @@ def solve(
         raise ValueError(f"eta must be a scalar, got shape {lr.shape}")
     for x, name in ((rho, "rho"), (c0, "c0"), (c_star, "c_star"), (t, "t"), (lr, "eta")):
         _checks.check_finite(x, name)
-    _checks.check_positive(rho, "rho", strict=False)
+    _checks.check_positive(rho, "rho (eigenvalues ρ_k of E[ΦΦᵀ])", strict=False)
     _checks.check_positive(t, "t", strict=False)
     _checks.check_positive(lr, "eta")
     x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
     # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
-    return ModeTrajectory(t=t, coeff=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
+    return ModeTrajectory(t=t, network_map=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
 
 
 def loss(params: dict, task: tuple) -> jax.Array:
@@ -269,6 +244,6 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         rho_k, c_flow = feature_modes(cov, ws)
         _, c0 = feature_modes(cov, w0)
         _, c_star = feature_modes(cov, w_star)
-        c = solve(c0, rho_k, c_star, t, eta=lr).coeff
+        c = solve(c0, rho_k, c_star, t, eta=lr).network_map
         worst = max(worst, float(jnp.max(jnp.abs(c - c_flow)) / jnp.max(jnp.abs(c_star))))
     return worst

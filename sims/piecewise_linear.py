@@ -75,6 +75,7 @@ class Trajectory(NamedTuple):
     beta_hat: jax.Array  # (T, h, d) direction β̂_i = w_i/‖w_i‖
     delta: jax.Array  # (h,) conserved δ_i = η_w a_i² − η_a‖w_i‖²
     loss: jax.Array  # (T,) training loss ½Σ_j ρ_j²
+    network_map: jax.Array  # (T, n) the network on the training inputs, f(x_j)(t)
 
 
 def _check_gamma(gamma) -> jax.Array:
@@ -487,7 +488,7 @@ def _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates
         a, W = parameters_from_coordinates(mu, bh, delta, eta_a, eta_w)
     f = jax.vmap(lambda ai, Wi: network(ai, Wi, X, gamma))(a, W)
     loss = 0.5 * jnp.sum((f - y) ** 2, axis=-1)
-    return Trajectory(t, a, W, mu, bh, delta, loss)
+    return Trajectory(t, a, W, mu, bh, delta, loss, f)
 
 
 def solve(
@@ -531,7 +532,8 @@ def solve(
       coordinates: "parameters" or "spherical" (static).
 
     Returns:
-      :class:`Trajectory` with a (T, h), W (T, h, d), μ (T, h), β̂ (T, h, d), δ (h,), loss (T,).
+      :class:`Trajectory` with a (T, h), W (T, h, d), μ (T, h), β̂ (T, h, d), δ (h,), loss (T,)
+      and the network map f(x_j) on the training inputs (T, n).
     """
     a0, W0, X, y, t = (
         as_float(v, n) for v, n in zip((a0, W0, X, y, t), "a0 W0 X y t".split(), strict=True)

@@ -6,7 +6,7 @@ E[xxᵀ] = I (whitened), output y ∈ R^c, hidden width h,
     W1: (h, d),   W2: (c, h),   f(x) = W2 W1 x,   Σ_yx = E[y xᵀ]: (c, d) = U diag(ρ) Vᵀ,
 
 U: (c, r), V: (d, r), r = min(c, d) (thin SVD; T Eq. A.30 writes the transpose, E[x yᵀ] = UᵀPV).
-Loss L = ½E‖f(x) − y‖² = ½‖W2W1 − Σ_yx‖_F² + const, gradient flow Ẇ = −η ∇L (η = ``lr``).
+Loss L = ½E‖f(x) − y‖² = ½‖W2W1 − Σ_yx‖_F² + const, gradient flow Ẇ = −η ∇L (η = ``eta``).
 
 **Task-aligned init** (T §A.2.3): W1(0) = R diag(α₁) Vᵀ, W2(0) = U diag(α₂) Rᵀ with R: (h, r)
 having orthonormal (or zero) columns. The flow keeps this form and each mode i is the scalar
@@ -23,7 +23,6 @@ shapes). The printed rate 2ρ_i of Eq. A.39 agrees with the ½-MSE integrator (c
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -180,33 +179,12 @@ def _check_aligned(w1, w2, u, v, r_dir, alpha1, alpha2) -> None:
         )
 
 
-def _legacy_order(a, b, c, legacy, eta):
-    """(w1_0, w2_0, sigma_yx, eta) from the new order, or from the deprecated (Σ, W1, W2, t, lr)."""
-    sa, sb, sc = (tuple(jnp.shape(x)) for x in (a, b, c))
-    new_ok = len(sa) == len(sb) == len(sc) == 2 and sb[1] == sa[0] and sc == (sb[0], sa[1])
-    old_ok = len(sa) == len(sb) == len(sc) == 2 and sb[1] == sa[1] and sc == (sa[0], sb[0])
-    if old_ok and not new_ok:
-        warnings.warn(
-            "saxe.solve(sigma_yx, w1_0, w2_0, t, lr) is deprecated; "
-            "call saxe.solve(w1_0, w2_0, sigma_yx, t, eta=...)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        a, b, c = b, c, a
-        if legacy:
-            eta = legacy[0]
-        return a, b, c, eta
-    if legacy:
-        raise TypeError("saxe.solve takes the learning rate by keyword: eta=...")
-    return a, b, c, eta
-
-
 def solve(
     w1_0: jax.Array,
     w2_0: jax.Array,
     sigma_yx: jax.Array,
     t: jax.Array,
-    *legacy: jax.Array | float,
+    *,
     eta: jax.Array | float = 1.0,
 ) -> SaxeTrajectory:
     r"""Exact gradient flow of f = W2W1x from a task-aligned init (Saxe et al.; T Eq. 3.15, A.39–A.40).
@@ -215,8 +193,7 @@ def solve(
                \qquad W_2W_1(t) = U\,\mathrm{diag}(u(t))\,V^\top
 
     Unbalanced aligned inits (α₁ ≠ α₂ per mode) are solved exactly too (:func:`sims.diagonal.solve`
-    with σ² = 1, S = ρ_i). The former order ``solve(sigma_yx, w1_0, w2_0, t, lr)`` still works
-    (recognised by the shapes, with a DeprecationWarning).
+    with σ² = 1, S = ρ_i).
 
     Args:
       w1_0: W1(0), shape ``(h, d)``, task-aligned (see :func:`aligned_init`; checked when concrete).
@@ -228,7 +205,6 @@ def solve(
     Returns:
       :class:`SaxeTrajectory`.
     """
-    w1_0, w2_0, sigma_yx, eta = _legacy_order(w1_0, w2_0, sigma_yx, legacy, eta)
     lr = eta
     sigma_yx = _as_matrix(sigma_yx, "sigma_yx")
     w1_0 = _as_matrix(w1_0, "w1_0")
@@ -250,8 +226,10 @@ def solve(
     # W1(t) = R diag(α₁(t)) Vᵀ, W2(t) = U diag(α₂(t)) Rᵀ, W2W1(t) = U diag(u(t)) Vᵀ.
     w1 = jnp.einsum("hr,...r,dr->...hd", r_dir, modes.a, v)
     w2 = jnp.einsum("cr,...r,hr->...ch", u, modes.b, r_dir)
-    network_map = jnp.einsum("cr,...r,dr->...cd", u, modes.u, v)
-    return SaxeTrajectory(t=t, rho=rho, strength=modes.u, network_map=network_map, w1=w1, w2=w2)
+    network_map = jnp.einsum("cr,...r,dr->...cd", u, modes.network_map, v)
+    return SaxeTrajectory(
+        t=t, rho=rho, strength=modes.network_map, network_map=network_map, w1=w1, w2=w2
+    )
 
 
 def conserved(w1: jax.Array, w2: jax.Array) -> jax.Array:

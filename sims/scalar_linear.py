@@ -47,7 +47,7 @@ class Trajectory(NamedTuple):
 
     a: jax.Array  # T + (p,)  a_i(t)
     b: jax.Array  # T + (p,)  b_i(t)
-    theta: jax.Array  # T     θ(t) = Z⁻¹ Σ_i a_i b_i  (the network slope, f(x) = θ x)
+    network_map: jax.Array  # T  θ(t) = Z⁻¹ Σ_i a_i b_i, the slope of f(x) = θx (alias ``theta``)
     gamma: jax.Array  # T     γ(t) (T Eq. 6.12, rate 2D/Z)
     gamma_plus: jax.Array  # ()   γ₊ = γ(∞) (T Eq. 6.14)
     Sigma0: jax.Array  # ()   Σ₀ = Z⁻¹ Σ_i (a_i(0)² + b_i(0)²)/2 (T Eq. 6.13)
@@ -56,6 +56,11 @@ class Trajectory(NamedTuple):
     theta_antialigned: jax.Array  # T   Z⁻¹ Σ_{i∈I₋} a_i b_i, I₋ = {i : a_i(0) b_i(0) S < 0}
     delta_theta: jax.Array  # T   Δθ = θ_aligned − θ_antialigned (T Eq. 6.3–6.4)
     t: jax.Array  # T             the times
+
+    @property
+    def theta(self) -> jax.Array:
+        """θ(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def _prepare(a0, b0, S, t, Z):
@@ -116,8 +121,8 @@ def solve(
     b0: jax.Array,
     S: jax.Array | float,
     t: jax.Array,
-    *legacy: jax.Array | float,
-    Z: jax.Array | float | None = None,
+    *,
+    Z: jax.Array | float = 1.0,
     eta: jax.Array | float = 1.0,
 ) -> Trajectory:
     """Exact gradient flow of f(x) = (x/Z) Σ a_i b_i from any init (Nam thesis, Theorem 1, Eq. 6.10–6.14).
@@ -135,8 +140,8 @@ def solve(
       b0: (p,) initial first-factor weights b_i(0).
       S: () target slope S (any sign; S = 0 allowed).
       t: times t ≥ 0, any shape T.
-      Z: () output normalisation Z > 0 (default 1; Z = √p is the NTK parametrisation); a fifth
-        positional argument is still read as Z (deprecated).
+      Z: () output normalisation Z > 0 (keyword-only, default 1; Z = √p is the NTK
+        parametrisation).
       eta: () learning rate η > 0 of the flow on :func:`loss`.
 
     Returns:
@@ -145,8 +150,7 @@ def solve(
     Raises:
       ValueError: mismatched shapes, Z ≤ 0, t < 0 or non-finite inputs.
     """
-    Z = _checks.legacy_args("scalar_linear.solve", legacy, ("Z",), {"Z": Z}).get("Z", Z)
-    a0, b0, S, Z, t = _prepare(a0, b0, S, t, 1.0 if Z is None else Z)
+    a0, b0, S, Z, t = _prepare(a0, b0, S, t, Z)
     eta = _checks.as_float(eta, "eta")
     _checks.check_shape(eta, "eta", (), "(a scalar rate)")
     _checks.check_finite(eta, "eta")
@@ -216,7 +220,7 @@ def _solve(a0, b0, S, Z, t):
     return Trajectory(
         a=a,
         b=b,
-        theta=theta,
+        network_map=theta,
         gamma=gamma,
         gamma_plus=g_plus,
         Sigma0=(P + M) / 2,
@@ -274,7 +278,7 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
     theta_ref = jnp.sum(a_ref * b_ref, axis=-1) / Z[:, None]
     w = (jnp.sqrt(jnp.abs(S) * Z) + jnp.max(jnp.abs(ab), axis=(1, 2)))[:, None, None]
     errs = (
-        jnp.max(jnp.abs(sol.theta - theta_ref) / jnp.abs(S)[:, None]),
+        jnp.max(jnp.abs(sol.network_map - theta_ref) / jnp.abs(S)[:, None]),
         jnp.max(jnp.abs(sol.a - a_ref) / w),
         jnp.max(jnp.abs(sol.b - b_ref) / w),
     )

@@ -61,9 +61,14 @@ class Trajectory(NamedTuple):
     w: jax.Array  # T + (d,)   first-layer weights w(t)
     mu: jax.Array  # T         μ = a‖w‖ (signed)
     phi: jax.Array  # T        φ = wᵀβ*/(‖w‖‖β*‖)  (0 at the saddle w = 0)
-    beta: jax.Array  # T + (d,) β = a w
+    network_map: jax.Array  # T + (d,) β = a w, f(x) = βᵀx (alias ``beta``)
     delta: jax.Array  # ()     δ = η_w a₀² − η_a‖w₀‖² (conserved)
     t: jax.Array  # T          the times
+
+    @property
+    def beta(self) -> jax.Array:
+        """β(t) = a w: :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,7 +171,9 @@ def _solve(a0, w0, beta_star, t, eta_a, eta_w) -> Trajectory:
     pos_norm = norm_w > 0
     phi = jnp.where(pos_norm, q / (jnp.sqrt(s2) * jnp.where(pos_norm, norm_w, 1.0)), 0.0)
     phi = jnp.clip(phi, -1.0, 1.0)
-    return Trajectory(a=a, w=w, mu=a * norm_w, phi=phi, beta=a[..., None] * w, delta=delta, t=t)
+    return Trajectory(
+        a=a, w=w, mu=a * norm_w, phi=phi, network_map=a[..., None] * w, delta=delta, t=t
+    )
 
 
 _solve_jit = jax.jit(_solve)
@@ -177,9 +184,9 @@ def solve(
     w0: jax.Array,
     beta_star: jax.Array,
     t: jax.Array,
-    *legacy: jax.Array | float,
-    eta_a: jax.Array | float | None = None,
-    eta_w: jax.Array | float | None = None,
+    *,
+    eta_a: jax.Array | float = 1.0,
+    eta_w: jax.Array | float = 1.0,
 ) -> Trajectory:
     """Exact gradient flow of the single hidden neuron f(x) = a wᵀx, whitened input, any δ.
 
@@ -198,8 +205,7 @@ def solve(
       beta_star: β* = Xᵀy, shape (d,), non-zero.
       t: times ≥ 0, any shape T.
       eta_a: η_a > 0, learning rate of a (scalar, keyword; default 1).
-      eta_w: η_w > 0, learning rate of w (scalar, keyword; default 1). Passing the two rates
-        positionally after ``t`` still works (deprecated).
+      eta_w: η_w > 0, learning rate of w (scalar, keyword; default 1).
 
     Returns:
       :class:`Trajectory` with a (T), w (T + (d,)), mu (T), phi (T), beta (T + (d,)), delta (()),
@@ -208,11 +214,6 @@ def solve(
     Example:
       >>> traj = solve(0.1, jnp.array([0.1, 0.0]), jnp.array([1.0, 1.0]), jnp.linspace(0, 10, 50))
     """
-    old = _checks.legacy_args(
-        "single_neuron.solve", legacy, ("eta_a", "eta_w"), {"eta_a": eta_a, "eta_w": eta_w}
-    )
-    eta_a = old.get("eta_a", 1.0 if eta_a is None else eta_a)
-    eta_w = old.get("eta_w", 1.0 if eta_w is None else eta_w)
     a0, w0, beta_star, eta_a, eta_w = _prepare(a0, w0, beta_star, eta_a, eta_w)
     t = _checks.as_float(t, "t").astype(a0.dtype)
     _checks.check_finite(t, "t")
@@ -642,7 +643,7 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         jnp.max(jnp.abs(exact.a - ref["a"])),
         jnp.maximum(
             jnp.max(jnp.abs(exact.w - ref["w"])),
-            jnp.max(jnp.abs(exact.beta - ref["a"][..., None] * ref["w"])),
+            jnp.max(jnp.abs(exact.network_map - ref["a"][..., None] * ref["w"])),
         ),
     )
     return float(err / jnp.linalg.norm(beta_star))

@@ -19,7 +19,6 @@ The entry point is ``solve(r0, S, p, t, *, p_test, eta, absent_mass)``.
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -45,9 +44,14 @@ class SkillTrajectory(NamedTuple):
     """Closed-form trajectory of the multilinear model (T Eq 4.11, 4.17)."""
 
     t: jax.Array  # (T,) times
-    R: jax.Array  # (T, N) skill strengths R_k(t)
+    network_map: jax.Array  # (T, N) skill strengths R_k(t), f = Σ_k R_k g_k (alias ``R``)
     skill_loss: jax.Array  # (T, N) skill losses L_k = ½(S − R_k)² (Eq 4.10)
     loss: jax.Array  # (T,) test loss Σ_k P_s(k) L_k + ½S² × (mass of skills absent), Eq 4.17
+
+    @property
+    def R(self) -> jax.Array:
+        """R_k(t): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
@@ -108,57 +112,23 @@ def skill_loss(R, S) -> jax.Array:
     return 0.5 * (S - R) ** 2
 
 
-def _contract_order(func: str, a0, S, a2, a3, legacy: tuple, names: tuple, given: dict):
-    """``(r0, S, p, t, options)`` from the contract order or the former t-first order, warning.
-
-    The contract order is ``(r0, S, p, t, *, options)``; the former one was
-    ``(t, S, r0, p, *options)``. A call is read in the former order when it passes options
-    positionally after the fourth argument (the contract takes them by keyword only), or when only
-    the former order fits the shapes: there t is (T,), p is (N,) and r0 is a scalar or (N,), here
-    r0 is a scalar or (N,) like p and t is (T,). Both fit only for a vector r0 with as many times
-    as skills (T = N); such a call is read in the contract order.
-    """
-    nd0, nd2, nd3 = (jnp.ndim(x) for x in (a0, a2, a3))
-    sh0, sh2, sh3 = (jnp.shape(x) for x in (a0, a2, a3))
-    new_fits = nd2 == 1 and nd3 == 1 and (nd0 == 0 or sh0 == sh2)
-    old_fits = nd0 == 1 and nd3 == 1 and (nd2 == 0 or sh2 == sh3)
-    if not legacy and (new_fits or not old_fits):
-        return a0, S, a2, a3, given
-    if len(legacy) > len(names):
-        raise TypeError(f"{func} takes at most {4 + len(names)} positional arguments")
-    warnings.warn(
-        f"{func}(t, S, r0, p, ...) is deprecated; call {func}(r0, S, p, t, "
-        f"{', '.join(n + '=...' for n in names)}) with the options by keyword",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    out = dict(given)
-    for name, value in zip(names, legacy, strict=False):
-        if given[name] is not None:
-            raise TypeError(f"{func} got {name} both positionally and by keyword")
-        out[name] = value
-    return a2, S, a3, a0, out
-
-
 def solve(
     r0: jax.Array | float,
     S: jax.Array | float,
     p: jax.Array,
     t: jax.Array,
-    *legacy,
+    *,
     p_test: jax.Array | None = None,
-    eta: jax.Array | float | None = None,
-    absent_mass: jax.Array | float | None = None,
+    eta: jax.Array | float = 1.0,
+    absent_mass: jax.Array | float = 0.0,
 ) -> SkillTrajectory:
     """Closed-form learning dynamics of the multilinear model with N skills (T Eq 4.11, 4.17).
 
     .. math::  L(T) = Σ_{k≤N} P_s(k) ½(S − R_k(T))² + ½S² Σ_{k>N} P_s(k)
 
-    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) = √R_k(0). The former order
-    ``solve(t, S, r0, p, p_test, eta, absent_mass)`` still works with a DeprecationWarning; it is
-    recognised by options passed positionally after the fourth argument or by the shapes (a
-    scalar r0, or T ≠ N); a call with a vector r0 and as many times as skills is read in the
-    order below.
+    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) = √R_k(0). The arguments are read in
+    this order only (nothing is inferred from their shapes or values); the options are
+    keyword-only.
 
     Args:
       r0: R_k(0) ≥ 0, scalar or (N,).
@@ -173,12 +143,6 @@ def solve(
     Returns:
       :class:`SkillTrajectory` with R of shape (T, N), in the dtype of the inputs.
     """
-    names = ("p_test", "eta", "absent_mass")
-    given = {"p_test": p_test, "eta": eta, "absent_mass": absent_mass}
-    r0, S, p, t, opts = _contract_order("skills.solve", r0, S, p, t, legacy, names, given)
-    p_test, eta, absent_mass = opts["p_test"], opts["eta"], opts["absent_mass"]
-    eta = 1.0 if eta is None else eta
-    absent_mass = 0.0 if absent_mass is None else absent_mass
     t = as_float(t, "t")
     p = as_float(p, "p")
     if t.ndim != 1 or p.ndim != 1:
@@ -221,18 +185,17 @@ def loss_curve(
     S: jax.Array | float,
     p: jax.Array,
     t: jax.Array,
-    *legacy,
+    *,
     p_test: jax.Array | None = None,
-    eta: jax.Array | float | None = None,
-    absent_mass: jax.Array | float | None = None,
-    batch_size: int | None = None,
+    eta: jax.Array | float = 1.0,
+    absent_mass: jax.Array | float = 0.0,
+    batch_size: int = 1,
 ) -> jax.Array:
     """Test loss L(T) of the multilinear model without storing all R_k(T) (T Eq 4.17).
 
     Same quantity as ``solve(r0, S, p, t, ...).loss`` but evaluated ``batch_size`` times at a time,
     so 10^5 skills × 10^3 times need only (batch_size × N) memory. Jittable (``batch_size``
-    static). The former order ``loss_curve(t, S, r0, p, p_test, eta, absent_mass, batch_size)``
-    still works with a DeprecationWarning (recognised as in :func:`solve`).
+    static).
 
     Args:
       r0, S, p, t, p_test, eta, absent_mass: as in :func:`solve`.
@@ -241,17 +204,15 @@ def loss_curve(
     Returns:
       (T,) loss values.
     """
-    names = ("p_test", "eta", "absent_mass", "batch_size")
-    given = {"p_test": p_test, "eta": eta, "absent_mass": absent_mass, "batch_size": batch_size}
-    r0, S, p, t, opts = _contract_order("skills.loss_curve", r0, S, p, t, legacy, names, given)
-    p_test, eta, absent_mass = opts["p_test"], opts["eta"], opts["absent_mass"]
-    eta = 1.0 if eta is None else eta
-    absent_mass = 0.0 if absent_mass is None else absent_mass
-    batch_size = 1 if opts["batch_size"] is None else int(opts["batch_size"])
+    batch_size = int(batch_size)
     t = jnp.asarray(t)
     p = jnp.asarray(p)
     p_test = p if p_test is None else jnp.asarray(p_test)
     r0 = jnp.asarray(r0)
+    if t.ndim != 1 or p.ndim != 1:
+        raise ValueError(f"t must be (T,) and p must be (N,), got {t.shape} and {p.shape}")
+    if r0.ndim > 1 or (r0.ndim == 1 and r0.shape != p.shape):
+        raise ValueError(f"r0 must be a scalar or have shape {p.shape} like p, got {r0.shape}")
     check_positive(S, "S (target scale)")
 
     def one(ti):

@@ -314,8 +314,13 @@ class TaskAligned(NamedTuple):
     """Implicit-bias solution of a task-aligned square network (K Theorem B.6)."""
 
     Lambda: jax.Array  # (d,) singular values Λ* of β(∞) in the task basis
-    beta: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ
+    network_map: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ (alias ``beta``)
     converged: jax.Array  # () bool, Newton's stopping criterion met (see _minimise_on_affine)
+
+    @property
+    def beta(self) -> jax.Array:
+        """β(∞): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
 
 
 def _violation(M: jax.Array) -> float:
@@ -460,16 +465,22 @@ def deep_metric(beta: jax.Array, l: int) -> jax.Array:
 def deep_rich_bias(beta: jax.Array, beta0: jax.Array, l: int) -> jax.Array:
     """Rich-regime implicit bias Q(β) = (l+1)/(l+2)‖β‖^{(l+2)/(l+1)} − ‖β0‖^{−l/(l+1)} β0ᵀβ (K Thm B.9).
 
+    At β0 = 0 the linear term's coefficient ‖β0‖^{−l/(l+1)}β0 is 0 (its limit: its norm is
+    ‖β0‖^{1/(l+1)} → 0), so Q is ‖β‖^{(l+2)/(l+1)} up to a factor, minimised on Xβ = y by the
+    minimum-norm interpolant.
+
     Args:
-      beta: (..., d); beta0: (d,) β(0) ≠ 0; l: number of square layers (depth l + 1).
+      beta: (..., d); beta0: (d,) β(0) (β0 = 0 is the small-initialisation limit); l: number of
+        square layers (depth l + 1).
 
     Returns:
       Q(β): (...).
     """
     p = (l + 2) / (l + 1)
-    return jnp.linalg.norm(beta, axis=-1) ** p / p - jnp.linalg.norm(beta0) ** (p - 2) * (
-        beta @ beta0
-    )
+    n0 = jnp.linalg.norm(beta0)
+    # ‖β0‖^{p−2}β0 with its limit 0 at β0 = 0 (not 0^{−l/(l+1)}·0 = inf·0 = NaN).
+    coef = jnp.where(n0 > 0, jnp.where(n0 > 0, n0, 1.0) ** (p - 2), 0.0)
+    return jnp.linalg.norm(beta, axis=-1) ** p / p - coef * (beta @ beta0)
 
 
 def deep_isotropic_init(r: jax.Array, scale: jax.Array | float) -> tuple[jax.Array, jax.Array]:
@@ -498,11 +509,12 @@ def deep_rich_interpolant(
 ) -> jax.Array:
     """β(∞) = argmin_β Q(β) s.t. Xβ = y (K Theorem B.9, Eq 119), solved by Newton in JAX.
 
-    A solve that misses the stopping criterion of ``_minimise_on_affine`` raises ``RuntimeError``
+    β0 = 0, the limit of a vanishing initialisation, gives the minimum-norm interpolant
+    Xᵀ(XXᵀ)⁻¹y (:func:`deep_rich_bias`). A solve that misses the stopping criterion of ``_minimise_on_affine`` raises ``RuntimeError``
     (under tracing, e.g. ``vmap``, it returns NaN instead).
 
     Args:
-      X: (n, d) inputs (n < d: many interpolants); y: (n,); beta0: (d,) β(0) ≠ 0; l: layers;
+      X: (n, d) inputs (n < d: many interpolants); y: (n,); beta0: (d,) β(0); l: layers;
       max_iter: Newton iterations before non-convergence is reported.
 
     Returns:

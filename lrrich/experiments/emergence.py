@@ -160,39 +160,7 @@ def init_networks(
     return graphdef, params
 
 
-def expressible_strength(widths: Sequence[int], m: int = 3) -> np.ndarray:
-    r"""Best R_1/S that N ReLU units with an output bias can express on one m-bit parity skill.
-
-    On {0, 1} skill bits the skill function depends only on the count c ∈ {0, …, m} of relevant
-    ones, g = (−1)^c (T Eq 4.2), and its mean is 0, so the best width-N network f = β₀ +
-    Σ_j β_j relu(w_jᵀx + b_j) is the projection of S·g onto span{1, relu(·)} and
-    R_1/S = E[f g]/S = ‖P g‖² (T Eq 4.7; E[g²] = 1). Constructions (their values are tested):
-
-    * N ≥ m: exact, R_1/S = 1. g is the piecewise-linear interpolant
-      1 − 2c + Σ_{j=1}^{m−1} 4(−1)^{j+1} relu(c − j): one unit for c = relu(c), one per kink.
-    * N = 1: one unit firing on a single corner, relu(1 − c), gives R_1/S = 1/(2^m − 1).
-    * m = 3, N = 2: relu(c − 1), relu(c − 2) fit g on c ≥ 2 and its mean −1/2 on c ≤ 1:
-      R_1/S = 5/8.
-
-    For m = 3 these are also the largest values 256 random restarts of Adam reach on the 8
-    relevant-bit patterns (measured in stop 22), so Eq 5.9 fitted to them gives the N_c of a
-    network that always finds its best fit: 3.19 on ``Config.widths_1``. For m ≠ 3 the N = 1
-    value is the construction's (a lower bound on the best), and 1 < N < m is not derived (NaN).
-
-    Args:
-      widths: (K,) hidden widths N ≥ 1.
-      m: relevant bits per skill (T: 3).
-
-    Returns:
-      (K,) best R_1/S per width.
-    """
-    N = np.asarray(widths)
-    if N.size == 0 or np.any(N < 1) or int(m) < 1:
-        raise ValueError(f"widths must be >= 1 and m >= 1, got widths={widths}, m={m}")
-    known = {1: 1.0 / (2 ** int(m) - 1)}
-    if int(m) == 3:
-        known[2] = 5.0 / 8.0
-    return np.array([1.0 if n >= m else known.get(int(n), np.nan) for n in N])
+expressible_strength = em.expressible_strength  # the width ceiling, T Eq 5.9 (moved to sims)
 
 
 def skill_trainer(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from sims import diagonal, linear_model, tolerance
+from sims import diagonal, gradient_flow, linear_model, tolerance
 
 
 def test_solve_matches_gradient_flow_for_all_init_kinds():
@@ -25,7 +25,7 @@ def test_t0_and_t_infinity():
     np.testing.assert_allclose(traj.b[0], b0, rtol=1e-15, atol=1e-300)
     # t → ∞: u → S, except a0 = −b0 with S > 0 (anti-balanced saddle, u → 0) and a0 = b0 = 0.
     want = jnp.array([1.0, -2.0, 0.5, 0.0, 0.0, -1.5, 2.0])
-    np.testing.assert_allclose(traj.u[1], want, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(traj.network_map[1], want, rtol=1e-13, atol=1e-15)
     # C = a² − b² is conserved at the end too (T Eq. 3.8).
     np.testing.assert_allclose(
         traj.a[1] ** 2 - traj.b[1] ** 2, a0**2 - b0**2, rtol=1e-12, atol=1e-14
@@ -39,14 +39,14 @@ def test_balanced_is_the_sigmoid_of_eq_3_9():
     t = np.linspace(0.0, 20.0, 41)[:, None]
     want = S / (1.0 + (S / a0**2 - 1.0) * np.exp(-2.0 * S * s2 * t))
     got = diagonal.solve(jnp.asarray(a0), jnp.asarray(a0), jnp.asarray(s2), jnp.asarray(S), t[:, 0])
-    np.testing.assert_allclose(got.u, want, rtol=1e-13)
+    np.testing.assert_allclose(got.network_map, want, rtol=1e-13)
     np.testing.assert_allclose(got.a, got.b, rtol=1e-15)  # stays balanced
 
 
 def test_zero_target_and_balanced_is_algebraic_decay():
     # D = √(4S² + C²) = 0: u̇ = −2σ²u² ⇒ u = u0/(1 + 2σ²u0 t), the degenerate limit of the closed form.
     t = jnp.linspace(0.0, 1e4, 7)
-    got = diagonal.solve(jnp.array([0.8]), jnp.array([0.8]), 0.5, 0.0, t).u[:, 0]
+    got = diagonal.solve(jnp.array([0.8]), jnp.array([0.8]), 0.5, 0.0, t).network_map[:, 0]
     np.testing.assert_allclose(got, 0.64 / (1.0 + 2 * 0.5 * 0.64 * t), rtol=1e-13)
 
 
@@ -56,7 +56,7 @@ def test_large_C_is_the_linear_model_exponential():
     t = jnp.linspace(0.0, 0.2, 30)
     for big in (1e2, 1e4):
         a0, b0 = jnp.array([jnp.sqrt(big)]), jnp.array([0.0])
-        exact = diagonal.solve(a0, b0, s2, S, t).u
+        exact = diagonal.solve(a0, b0, s2, S, t).network_map
         lin = linear_model.solve(a0 * b0, s2 * big, S, t).coeff
         assert float(jnp.max(jnp.abs(exact - lin))) < 5.0 / big
 
@@ -68,7 +68,7 @@ def test_small_init_stages_and_eq_3_10():
     a0 = jnp.full((2,), 1e-4)
     t_half1 = np.log(1e8 - 1) / 2  # u1 = S/2 (Eq. 3.9 with S = 1)
     traj = diagonal.solve(a0, a0, s2, 1.0, jnp.array([t_half1]))
-    assert traj.u[0, 0] == pytest.approx(0.5, rel=1e-10) and traj.u[0, 1] < 1e-6
+    assert traj.network_map[0, 0] == pytest.approx(0.5, rel=1e-10) and traj.network_map[0, 1] < 1e-6
     lin = diagonal.linear_comparison(s2, 1.0, jnp.array([t_half1]))
     np.testing.assert_allclose(lin[0], 1.0 - np.exp(-np.asarray(s2) * t_half1), rtol=1e-14)
 
@@ -121,11 +121,11 @@ def test_finite_for_long_times_and_tiny_inits(dtype):
     traj = diagonal.solve(a0, b0, s2, S, t)
     for x in traj:
         assert x.dtype == dtype and bool(jnp.all(jnp.isfinite(x)))
-    assert traj.u[-1, 4] == 0.0  # the saddle a = b = 0 stays put
-    np.testing.assert_allclose(traj.u[-1, [0, 1, 3]], S[jnp.array([0, 1, 3])], rtol=1e-5)
+    assert traj.network_map[-1, 4] == 0.0  # the saddle a = b = 0 stays put
+    np.testing.assert_allclose(traj.network_map[-1, [0, 1, 3]], S[jnp.array([0, 1, 3])], rtol=1e-5)
     if dtype == jnp.float32:  # agrees with the float64 answer
-        ref = diagonal.solve(*(jnp.asarray(x, jnp.float64) for x in (a0, b0, s2, S, t))).u
-        np.testing.assert_allclose(traj.u, ref, atol=tolerance(jnp.float32), rtol=1e-4)
+        ref = diagonal.solve(*(jnp.asarray(x, jnp.float64) for x in (a0, b0, s2, S, t))).network_map
+        np.testing.assert_allclose(traj.network_map, ref, atol=tolerance(jnp.float32), rtol=1e-4)
 
 
 def test_vmap_over_inits_and_no_retrace():
@@ -134,7 +134,7 @@ def test_vmap_over_inits_and_no_retrace():
     def f(a0, b0, s2, S, t):
         nonlocal traces
         traces += 1
-        return diagonal.solve(a0, b0, s2, S, t).u
+        return diagonal.solve(a0, b0, s2, S, t).network_map
 
     jf = jax.jit(f)
     a0s = jnp.array([[0.1, 0.2], [1e-6, -0.3], [0.0, 0.0]])
@@ -162,9 +162,34 @@ def test_bad_input():
         diagonal.solve(a, a, 1.0, 1.0, -1.0)
     with pytest.raises(ValueError, match="a0"):
         diagonal.solve(jnp.array([jnp.inf, 0.0]), a, 1.0, 1.0, 1.0)
+    with pytest.raises(TypeError):  # the rate is eta=, keyword-only (lr= and a sixth arg are gone)
+        diagonal.solve(a, a, 1.0, 1.0, 1.0, 0.5)
+    with pytest.raises(TypeError):
+        diagonal.solve(a, a, 1.0, 1.0, 1.0, lr=0.5)
     with pytest.raises(ValueError, match="u0 / S"):
         diagonal.emergent_time(0.1, 2.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="eps"):
         diagonal.emergent_time(1.5, 0.1, 1.0, 1.0)
     with pytest.raises(ValueError, match="strictly decreasing"):
         diagonal.stage_like_threshold(jnp.array([0.1, 1.0]), 1e-3, 1.0)
+
+
+def test_grad_of_a_and_b_at_a_balanced_init_is_finite():
+    # a₀ = b₀ = 0.1, σ² = 1, S = 2, t = 2: C = a₀² − b₀² = 0. jax.grad of a(t), b(t) w.r.t. a₀ was
+    # NaN (sign(q₀)·√(q²) at q₀ = 0); compare with a central difference of the integrated flow.
+    task, t = (jnp.ones(1), jnp.full(1, 2.0)), jnp.array([0.0, 2.0])
+
+    def closed_form(a0):
+        out = diagonal.solve(jnp.array([a0]), jnp.array([0.1]), *task, t[-1])
+        return jnp.stack([out.a[0], out.b[0], out.network_map[0]])
+
+    def flow(a0):
+        ref = gradient_flow(diagonal.loss, {"a": jnp.array([a0]), "b": jnp.array([0.1])}, t, task)
+        return np.array([ref["a"][-1, 0], ref["b"][-1, 0], ref["a"][-1, 0] * ref["b"][-1, 0]])
+
+    grad = np.asarray(jax.jacrev(closed_form)(0.1))
+    h = 1e-5
+    fd = (flow(0.1 + h) - flow(0.1 - h)) / (2 * h)
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, fd, rtol=0, atol=tolerance(np.float64, "finite_difference"))
+    np.testing.assert_allclose(grad[0], 0.4671, atol=1e-4)  # the central difference quoted for .a

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from sims import emergence as em
@@ -143,3 +144,72 @@ def test_nan_target_scale_is_named():
         em.time_emergence(1.0, jnp.nan, 0.1, 0.5, 1.0)
     with pytest.raises(ValueError, match="r0"):
         em.solve(jnp.array([jnp.nan]), 1.0, jnp.array([0.5]), jnp.array([0.0, 1.0]))
+
+
+def _best_fit_strength(m: int, units) -> tuple[float, np.ndarray, np.ndarray]:
+    """R_1/S = E[f g] of the least-squares fit of g = (−1)^c by an output bias and ReLU units
+    relu(s_j c + b_j) of the count c of relevant ones, over all 2^m equally likely bit patterns
+    (numpy, written out). Returns (R_1/S, f, g) on the patterns."""
+    bits = (np.arange(2**m)[:, None] >> np.arange(m)) & 1
+    c = bits.sum(1).astype(np.float64)
+    g = (-1.0) ** c
+    A = np.stack([np.ones_like(c)] + [np.maximum(s * c + b, 0.0) for s, b in units], 1)
+    f = A @ np.linalg.lstsq(A, g, rcond=None)[0]
+    return float(np.mean(f * g)), f, g
+
+
+@pytest.mark.parametrize("m", [3, 4])
+def test_expressible_strength_is_reached_by_its_constructions(m):
+    """1 unit on one corner: 1/(2^m − 1); m units (c and m − 1 kinks): g exactly; m = 3, N = 2: 5/8."""
+    corner = [(-1.0, 1.0)]  # relu(1 − c): fires on c = 0 only
+    kinks = [(1.0, 0.0)] + [(1.0, -float(j)) for j in range(1, m)]  # relu(c), relu(c − j)
+    for units, N in ((corner, 1), (kinks, m)):
+        R, f, g = _best_fit_strength(m, units)
+        np.testing.assert_allclose(R, em.expressible_strength([N], m)[0], rtol=1e-12)
+    np.testing.assert_allclose(f, g, atol=1e-12)  # m units express the parity exactly
+    if m == 3:
+        R, _, _ = _best_fit_strength(3, [(1.0, -1.0), (1.0, -2.0)])
+        np.testing.assert_allclose(R, 5 / 8, rtol=1e-12)
+        np.testing.assert_allclose(em.expressible_strength([1, 2, 3, 8]), [1 / 7, 5 / 8, 1, 1])
+    assert np.isnan(em.expressible_strength([2], 4)[0])  # not derived for m = 4, N = 2
+    with pytest.raises(ValueError, match="widths must be >= 1"):
+        em.expressible_strength([0, 3])
+
+
+def test_width_fit_to_the_expressible_ceiling():
+    # Eq 5.9 fitted to the ceiling at widths 1–12: the N_c quoted in the docstring.
+    N = [1, 2, 3, 4, 5, 6, 8, 12]
+    R = em.expressible_strength(N)
+    np.testing.assert_allclose(em.calibrate_width(jnp.asarray(N, float), R, 1.0), 3.19, atol=0.01)
+
+
+def test_expressible_strength_is_not_beaten_by_random_restarts():
+    """m = 3: no width-1 or width-2 ReLU net (+ output bias) fitted from 64 random inits beats
+    1/7 and 5/8 on the 8 relevant-bit patterns; the best restart reaches them."""
+    X = jnp.asarray((np.arange(8)[:, None] >> np.arange(3)) & 1, jnp.float64)
+    g = (-1.0) ** X.sum(1)
+    for N, best in zip((1, 2), em.expressible_strength([1, 2]), strict=True):
+
+        def fit(key, N=N):
+            k1, k2, k3 = jax.random.split(key, 3)
+            p = (jax.random.normal(k1, (3, N)), jax.random.normal(k2, (N,)),
+                 jax.random.normal(k3, (N,)), jnp.zeros(()))  # fmt: skip
+
+            def f(p):
+                return p[3] + jax.nn.relu(X @ p[0] + p[1]) @ p[2]
+
+            opt = optax.adam(1e-2)
+
+            def body(c, _):
+                p, s = c
+                u, s = opt.update(jax.grad(lambda q: jnp.mean((f(q) - g) ** 2))(p), s)
+                return (optax.apply_updates(p, u), s), None
+
+            (p, _), _ = jax.lax.scan(body, (p, opt.init(p)), None, length=4000)
+            return jnp.mean(f(p) * g)
+
+        # optax's Adam mixes its int32 step count with Python floats: standard promotion here.
+        with jax.numpy_dtype_promotion("standard"):
+            R = np.asarray(jax.jit(jax.vmap(fit))(jax.random.split(jax.random.key(N), 64)))
+        assert R.max() <= best + 2e-3
+        assert R.max() >= best - 1e-2

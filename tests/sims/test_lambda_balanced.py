@@ -382,3 +382,17 @@ def test_lapack_and_householder_inits_give_the_same_solution():
         for u, v in zip(a[:3], b[:3], strict=True):
             scale = 1 + float(jnp.max(jnp.abs(v)))
             np.testing.assert_allclose(u, v, atol=tolerance(S.dtype, "rounding") * scale)
+
+
+def test_q_is_one_gauge_alone_batched_and_differentiated():
+    # Q(t) is defined up to a rotation of the hidden space; solve must pick the same one whether
+    # it runs alone (LAPACK's QR of the init), under vmap or under jax.jvp (the elementwise
+    # Householder), or the derivative of q is not the derivative of the q returned.
+    W1, W2 = balanced_init(jax.random.key(4), 3, 2, 2, 0.5, 0.2)
+    sig = jnp.array([[2.0, 0.5, 0.0], [0.3, 1.0, 0.4]])
+    t = jnp.array([0.5, 2.0])
+    alone = solve(W1, W2, sig, t).q
+    batched = jax.vmap(lambda a, b: solve(a, b, sig, t).q)(W1[None], W2[None])[0]
+    primal, _ = jax.jvp(lambda a: solve(a, W2, sig, t).q, (W1,), (jnp.zeros_like(W1),))
+    np.testing.assert_allclose(batched, alone, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(primal, alone, rtol=0, atol=1e-12)

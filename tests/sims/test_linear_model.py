@@ -24,12 +24,12 @@ def test_limits_and_zero_init_formula():
     c0 = jnp.array([0.5, -1.0, 0.7])
     c_star = jnp.array([1.0, 2.0, -3.0])
     traj = linear_model.solve(c0, rho, c_star, jnp.array([0.0, 1e6]), eta=0.5)
-    np.testing.assert_array_equal(traj.coeff[0], c0)
+    np.testing.assert_array_equal(traj.network_map[0], c0)
     # t → ∞: every mode with ρ > 0 reaches the target, a ρ = 0 mode never moves.
-    np.testing.assert_allclose(traj.coeff[1], jnp.array([1.0, 2.0, 0.7]), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(traj.network_map[1], jnp.array([1.0, 2.0, 0.7]), rtol=0, atol=1e-15)
     # T Eq. 1.26 (f0 = 0): ⟨e_k|f⟩ = ⟨e_k|f*⟩(1 − e^{−ηρt}), written out in numpy.
     t = np.linspace(0.0, 7.0, 11)
-    zero = linear_model.solve(0.0 * c0, rho, c_star, jnp.asarray(t), eta=0.5).coeff
+    zero = linear_model.solve(0.0 * c0, rho, c_star, jnp.asarray(t), eta=0.5).network_map
     want = np.asarray(c_star) * (1.0 - np.exp(-0.5 * np.outer(t, np.asarray(rho))))
     np.testing.assert_allclose(zero, want, rtol=1e-14, atol=1e-15)
 
@@ -94,7 +94,7 @@ def test_solve_vmaps_and_does_not_retrace():
     def f(rho, c0, c_star, t, lr):
         nonlocal traces
         traces += 1
-        return linear_model.solve(c0, rho, c_star, t, eta=lr).coeff
+        return linear_model.solve(c0, rho, c_star, t, eta=lr).network_map
 
     f = jax.jit(f)
     rho, cs, t = jnp.array([1.0, 0.1]), jnp.array([1.0, -1.0]), jnp.linspace(0, 3, 5)
@@ -112,8 +112,8 @@ def test_solve_vmaps_and_does_not_retrace():
 def test_float32_and_long_times_stay_finite():
     rho = jnp.array([1.0, 1e-3], jnp.float32)
     out = linear_model.solve(jnp.zeros(2, jnp.float32), rho, jnp.ones(2, jnp.float32), 1e7)
-    assert out.coeff.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(out.coeff)))
-    np.testing.assert_allclose(out.coeff, 1.0, rtol=1e-6)
+    assert out.network_map.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(out.network_map)))
+    np.testing.assert_allclose(out.network_map, 1.0, rtol=1e-6)
 
 
 def test_bad_input():
@@ -136,17 +136,28 @@ def test_bad_input():
         linear_model.feature_modes(jnp.ones((2, 3)), jnp.ones(2))
 
 
-def test_former_order_still_works_with_a_deprecation_warning():
+def test_an_old_order_call_raises_instead_of_answering():
+    # The former call solve(rho, c0, c_star, t, eta) with c0 = 0 used to be read in the contract
+    # order and answered a wrong trajectory; only the contract order is accepted now.
     rho, c_star, t = jnp.array([2.0, 0.3]), jnp.array([1.0, -2.0]), jnp.linspace(0.0, 3.0, 4)
-    c0 = jnp.array([0.5, -1.0])  # a negative entry: c0, not ρ (ρ ≥ 0)
-    want = linear_model.solve(c0, rho, c_star, t, eta=0.5).coeff
-    with pytest.warns(DeprecationWarning, match="linear_model.solve"):
-        old = linear_model.solve(rho, c0, c_star, t, eta=0.5).coeff
-    np.testing.assert_array_equal(old, want)
-    with pytest.warns(DeprecationWarning):  # a scalar c0 fits only the former order
-        old = linear_model.solve(rho, 0.0, c_star, t, 0.5).coeff
-    np.testing.assert_array_equal(old, linear_model.solve(0.0, rho, c_star, t, eta=0.5).coeff)
+    with pytest.raises(TypeError):
+        linear_model.solve(rho, jnp.zeros(2), c_star, t, 0.5)  # η positionally
+    with pytest.raises(ValueError, match=r"solve\(c0, rho, c_star, t"):
+        linear_model.solve(rho, 0.0, c_star, t, eta=0.5)  # a scalar in ρ's place
+    with pytest.raises(ValueError, match="rho"):
+        linear_model.solve(rho, jnp.array([0.5, -1.0]), c_star, t, eta=0.5)  # c0 < 0 is no ρ
     with warnings.catch_warnings():  # the contract order never warns
         warnings.simplefilter("error")
-        linear_model.solve(jnp.abs(c0), rho, c_star, t, eta=0.5)
-        linear_model.solve(0.0, rho, c_star, t)
+        got = linear_model.solve(jnp.zeros(2), rho, c_star, t, eta=0.5).network_map
+    want = np.asarray(c_star) * -np.expm1(-0.5 * np.outer(np.asarray(t), np.asarray(rho)))
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+
+
+def test_a_negative_eigenvalue_is_refused():
+    # ρ < 0 would make the mode grow as e^{η|ρ|t}; it used to be answered (or the arguments
+    # silently swapped when c0 ≥ 0).
+    c0, c_star = jnp.array([0.5, 1.0]), jnp.array([1.0, 1.0])
+    with pytest.raises(ValueError, match="rho .* must be non-negative"):
+        linear_model.solve(c0, jnp.array([1.0, -0.5]), c_star, 1.0)
+    with pytest.raises(ValueError, match="rho .* must be non-negative"):
+        linear_model.solve(0.0, jnp.array([-1.0, 0.5]), c_star, 1.0)

@@ -110,11 +110,13 @@ def test_bad_input():
         saxe.aligned_init(SIGMA, 4, 0.1, rotation=jnp.eye(4))
 
 
-def test_deprecated_argument_order_still_solves():
+def test_the_former_argument_order_raises():
+    # saxe.solve(sigma_yx, w1_0, w2_0, t, lr) was once read by its shapes; it now fails loudly.
     init = saxe.aligned_init(SIGMA, 4, 0.1)
     t = jnp.array([0.0, 0.5, 2.0])
+    with pytest.raises(TypeError):
+        saxe.solve(SIGMA, init.w1, init.w2, t, 0.5)
+    with pytest.raises(ValueError, match="shape"):
+        saxe.solve(SIGMA, init.w1, init.w2, t, eta=0.5)
     new = saxe.solve(init.w1, init.w2, SIGMA, t, eta=0.5)
-    with pytest.warns(DeprecationWarning, match="deprecated"):
-        old = saxe.solve(SIGMA, init.w1, init.w2, t, 0.5)
-    np.testing.assert_array_equal(old.network_map, new.network_map)
     np.testing.assert_allclose(new.strength[1], saxe.solve(init.w1, init.w2, SIGMA, 0.25).strength)

@@ -162,9 +162,9 @@ def test_bad_input(args, kwargs, match):
         solve(*args, **kwargs)
 
 
-def test_positional_z_still_works_with_a_deprecation_warning():
+def test_z_is_keyword_only():
     t = jnp.linspace(0.0, 1.0, 3)
-    with pytest.warns(DeprecationWarning, match="Z"):
-        old = solve(jnp.ones(3), 0.5 * jnp.ones(3), 1.0, t, 2.0)
+    with pytest.raises(TypeError):
+        solve(jnp.ones(3), 0.5 * jnp.ones(3), 1.0, t, 2.0)
     new = solve(jnp.ones(3), 0.5 * jnp.ones(3), 1.0, t, Z=2.0)
-    np.testing.assert_array_equal(old.theta, new.theta)
+    np.testing.assert_allclose(new.network_map[0], 3 * 0.5 / 2.0, rtol=1e-15)

@@ -251,6 +251,8 @@ def test_bad_input():
         sn.solve(0.1, w0, bs, t, eta_a=0.0)
     with pytest.raises(ValueError, match="eta_w must be positive"):
         sn.solve(0.1, w0, bs, t, eta_w=-1.0)
+    with pytest.raises(TypeError):  # the rates are keyword-only
+        sn.solve(0.1, w0, bs, t, 1.0, 2.0)
     with pytest.raises(ValueError, match="t must be non-negative"):
         sn.solve(0.1, w0, bs, jnp.array([-1.0]))
     with pytest.raises(ValueError, match="w0 contains NaN"):

@@ -103,27 +103,21 @@ def test_solve_bad_input_names_the_argument(kwargs, match):
         skills.solve(args["r0"], 1.0, args["p"], jnp.linspace(0.0, 1.0, 4), eta=args["eta"])
 
 
-def test_former_t_first_order_still_works_with_a_deprecation_warning():
+def test_the_former_t_first_order_raises():
+    # The former order solve(t, S, r0, p, p_test, eta, absent_mass) is no longer recognised: it
+    # fails on a shape check or on the keyword-only options instead of being reinterpreted.
     P = skills.skill_frequencies(0.5, 6)
     t, S = jnp.logspace(-1, 3, 5), 1.5
-    r0 = jnp.full(6, 1e-3)
-    want = skills.solve(1e-3, S, P, t, eta=0.7, absent_mass=0.1)
-    with pytest.warns(DeprecationWarning, match="skills.solve"):  # recognised by the shapes
-        old = skills.solve(t, S, 1e-3, P, eta=0.7, absent_mass=0.1)
-    np.testing.assert_array_equal(old.R, want.R)
-    np.testing.assert_array_equal(old.loss, want.loss)
-    with pytest.warns(DeprecationWarning):  # T ≠ N with a vector r0
-        old = skills.solve(t, S, r0, P)
-    np.testing.assert_array_equal(old.R, skills.solve(r0, S, P, t).R)
-    with pytest.warns(DeprecationWarning):  # options passed positionally
-        old = skills.solve(t, S, 1e-3, P, None, 0.7, 0.1)
-    np.testing.assert_array_equal(old.loss, want.loss)
-    with pytest.warns(DeprecationWarning, match="skills.loss_curve"):
-        old = skills.loss_curve(t, S, 1e-3, P, None, 0.7, 0.1)
-    np.testing.assert_array_equal(old, skills.loss_curve(1e-3, S, P, t, eta=0.7, absent_mass=0.1))
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="eta"):
-        skills.solve(t, S, 1e-3, P, None, 0.7, eta=0.7)
-    with warnings.catch_warnings():  # the contract order never warns, also for T = N
+    with pytest.raises(ValueError, match="p must be"):
+        skills.solve(t, S, 1e-3, P, eta=0.7)
+    with pytest.raises(ValueError, match="p must be"):
+        skills.loss_curve(t, S, 1e-3, P, eta=0.7)
+    with pytest.raises(TypeError):
+        skills.solve(1e-3, S, P, t, None, 0.7, 0.1)
+    with pytest.raises(TypeError):
+        skills.loss_curve(1e-3, S, P, t, None, 0.7, 0.1)
+    with warnings.catch_warnings():  # the contract order never warns
         warnings.simplefilter("error")
-        skills.solve(r0, S, P, jnp.linspace(0.0, 1.0, 6))
+        out = skills.solve(jnp.full(6, 1e-3), S, P, jnp.linspace(0.0, 1.0, 6))
         skills.loss_curve(1e-3, S, P, t)
+    assert out.network_map.shape == (6, 6)

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims import gradient_flow
+from sims import gradient_flow, tolerance
 from sims import wide_deep as wd
 
 
@@ -129,6 +129,19 @@ def test_deep_rich_bias_theorem_b9_vs_depth3_flow():
     assert float(jnp.abs(b_flow - b_mn).max()) > 1e-2
     q = jax.vmap(lambda b, b0: wd.deep_rich_bias(b, b0, 2))
     assert bool(jnp.all(q(b_th, beta0) < q(b_mn, beta0)))
+
+
+@pytest.mark.parametrize("l", [1, 2, 3])
+def test_deep_rich_interpolant_at_zero_init_is_the_minimum_norm_interpolant(l):
+    # β0 = 0 (the vanishing-initialisation limit) used to fail Newton's check on a 0^{−l/(l+1)}·0;
+    # the answer is Xᵀ(XXᵀ)⁻¹y, written out in numpy, and small inits approach it.
+    rng = np.random.default_rng(l)
+    X, y = rng.normal(size=(2, 4)), rng.normal(size=2)
+    want = X.T @ np.linalg.solve(X @ X.T, y)
+    got = wd.deep_rich_interpolant(jnp.asarray(X), jnp.asarray(y), jnp.zeros(4), l)
+    np.testing.assert_allclose(got, want, rtol=0, atol=tolerance(np.float64, "rounding"))
+    near = wd.deep_rich_interpolant(jnp.asarray(X), jnp.asarray(y), jnp.full(4, 1e-12), l)
+    np.testing.assert_allclose(near, want, rtol=0, atol=1e-3)  # ‖β0‖^{1/(l+1)} ≤ 1e-3
 
 
 def test_bad_input():
