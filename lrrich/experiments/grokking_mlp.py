@@ -46,8 +46,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison
+from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments._training import StepTraining, first_step
 
 NAME = "grokking-mlp"
 DESCRIPTION = (
@@ -70,7 +71,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(StepTraining):
     """Every hyper-parameter of T §6.4.3 (paper scale) and the CPU deviations (small scale).
 
     Paper (T §6.4.3, position App. H.3): 1,000 MNIST images flattened, MLP depth 4 (three tanh
@@ -83,8 +84,12 @@ class Config:
     instead of 14,000 (the default groks by ~7,800 there; ``--set steps=14000`` is the paper's
     length, ~12 CPU-min); everything else is the paper's.
 
+    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s,
+    here Adam (coupled L2) lr 1e-3, weight decay 1e-4, no warm-up, batch 128, 8,000 steps, a log
+    point every 100 steps (the resolution of t_fit, t_gen) and a checkpoint every 2,000 per
+    variant; ``seed`` sets the init (shared by all variants), the data order and the subset.
+
     Attributes:
-      seed: PRNG seed of the init (shared by all variants), the data order and the subset.
       dataset: ``'mnist5k'`` (real MNIST, offline), ``'mnist'`` (TFDS, the [data] extra) or
         ``'digits'`` (8×8 digits, smoke tests).
       data_dir: TFDS folder for MNIST (None: ``~/tensorflow_datasets``).
@@ -92,12 +97,6 @@ class Config:
       depth: number of linear layers (hidden layers = depth − 1).
       width: hidden width.
       activation: hidden nonlinearity.
-      lr: Adam learning rate η.
-      weight_decay: coupled L2 weight decay λ.
-      batch_size: minibatch size B.
-      steps: optimizer steps per variant.
-      log_every: steps between accuracy / D_LR log points (the resolution of t_fit, t_gen).
-      checkpoint_every: steps between checkpoints of each variant (for ``--resume``).
       weight_scale, target_scale: the default (grokking) w and S of Table 6.1 (a).
       fixed_weight_scale, fixed_target_scale, fixed_input_scale, fixed_output_scale: the values
         of Table 6.1 (b)–(e); the default input and output scales are 1.
@@ -107,15 +106,16 @@ class Config:
         best final test accuracy over the variants (so the threshold adapts to the dataset).
     """
 
-    seed: int = 0
     dataset: str = "mnist5k"
     data_dir: str | None = None
     n_train: int = 1000
     depth: int = 4
     width: int = 512
     activation: str = "tanh"
-    lr: float = 1e-3
+    optimizer: str = "adam"
+    b2: float = 0.999
     weight_decay: float = 1e-4
+    warmup_steps: int = 0
     batch_size: int = 128
     steps: int = 8000
     log_every: int = 100
@@ -147,8 +147,6 @@ def _load(config: Config):
 
 def train_config(config: Config, variant: str):
     """The :class:`nets.TrainConfig` of ``variant`` (Table 6.1 row) under ``config``."""
-    from nets import TrainConfig
-
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
     scales = {
@@ -159,30 +157,7 @@ def train_config(config: Config, variant: str):
     }
     for knob in VARIANTS[variant]:
         scales[knob] = getattr(config, f"fixed_{knob}")
-    return TrainConfig(
-        loss="mse",
-        optimizer="adam",
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        batch_size=config.batch_size,
-        steps=config.steps,
-        **scales,
-    )
-
-
-def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
-    """The first logged step whose value reaches ``threshold`` (None if it never does).
-
-    Args:
-      steps: (K,) logged steps, increasing.
-      values: (K,) the logged quantity (e.g. test accuracy); NaN never counts as reached.
-      threshold: the level to reach.
-
-    Returns:
-      the step as a float, or None.
-    """
-    hit = np.flatnonzero(np.nan_to_num(np.asarray(values, float), nan=-np.inf) >= threshold)
-    return float(steps[hit[0]]) if hit.size else None
+    return _training.train_config(config, loss="mse", **scales)
 
 
 def run(config: Config, run_dir: Path) -> dict:

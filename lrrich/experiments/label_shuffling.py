@@ -109,16 +109,15 @@ SCALES = {
         step_every_epochs=200,
         shuffle_fractions=(0.0, 1.0),
     ),
-    "paper": Config(
-        dataset="cifar10",
+    "paper": common.paper_scale(
+        Config,
+        "cifar10",
         n_train=10_000,
         model="resnet18",
-        width=64,
         lr=0.05,
         weight_decay=1e-3,
         epochs=200,
         step_every_epochs=60,
-        augment="cifar",
         checkpoint_every=1_000,
     ),
 }
@@ -134,13 +133,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.shuffle_fractions:
         raise ValueError("shuffle_fractions is empty: give at least one fraction in [0, 1]")
-    data = common.load_task(
-        config.dataset,
-        model=config.model,
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
+    data = common.load_data(config, config.model)
     tc = common.train_config(
         config,
         len(data.x_train),
@@ -148,7 +141,7 @@ def run(config: Config, run_dir: Path) -> dict:
         step_every_epochs=config.step_every_epochs,
         step_factor=0.2,
     )
-    points, summary = {}, {}
+    points, by_suffix = {}, {}
     for frac in config.shuffle_fractions:
         res = common.train_point(
             config.model,
@@ -160,12 +153,9 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / f"shuffle{_tag(frac)}",
             checkpoint_every=config.checkpoint_every,
         )
-        points[f"{_tag(frac)}% shuffled"] = res
-        summary.update(common.point_summary(res, f"_shuffle{_tag(frac)}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+        points[f"{_tag(frac)}% shuffled"] = by_suffix[f"_shuffle{_tag(frac)}"] = res
     return {
-        "summary": summary,
+        "summary": common.grid_summary(by_suffix),
         "points": points,
         "comparison": comparison(points, config, _comparison.dataset_text(data)),
     }
@@ -179,7 +169,7 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
     the training inputs (where neural collapse, its special case, is defined) and the test
     inputs are reported."""
     scale = f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr {config.lr:g}"
-    rows = []
+    rows, mf = [], _comparison.MF_BOUNDARY
     for frac, key in ((0.0, "shuffle0"), (1.0, "shuffle100")):
         res = points.get(f"{_tag(frac)}% shuffled")
         if res is None:
@@ -193,10 +183,12 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
                     round(dlr, 4),
                     dataset=dataset,
                     scale=scale,
-                    verdict=_comparison.judge(abs(dlr - d_paper) < 0.05, dlr < 0.1),
+                    verdict=_comparison.judge(_comparison.close(dlr, d_paper, "dlr"), dlr < mf),
                     note=f"train accuracy {res['train_acc']:.1%}; "
                     + (
-                        "rich (MF regime, D_LR < 0.1)" if dlr < 0.1 else "above the MF boundary 0.1"
+                        f"rich (MF regime, D_LR < {mf})"
+                        if dlr < mf
+                        else f"above the MF boundary {mf}"
                     ),
                 )
             )
@@ -208,7 +200,7 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
                 dataset=dataset,
                 scale=scale,
                 verdict=_comparison.judge(
-                    abs(res["test_acc"] - a_paper) < 0.05,
+                    _comparison.close(res["test_acc"], a_paper, "accuracy"),
                     res["test_acc"] < 0.2 if frac == 1.0 else res["test_acc"] > 0.5,
                 ),
                 note="chance is 10 %" if frac == 1.0 else "",

@@ -115,18 +115,15 @@ SCALES = {
     # the paper's model at k = 4 with mf-regime's protocol (60 epochs at n = 4,000, 1,860 steps
     # per network, lr × 0.2 every 18 epochs): ~3 min per network, 43 min on the 2-core CPU
     "resnet": Config(model="resnet18", width=4, lr=0.05, epochs=60, step_every_epochs=18),
-    "paper": Config(
-        dataset="cifar10",
+    "paper": common.paper_scale(
+        Config,
+        "cifar10",
         model="resnet18",
-        width=64,
         n_trains=(500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000),
         weight_decays=(1e-3,),
         lr=0.05,
-        momentum=0.9,
         epochs=200,
         step_every_epochs=60,
-        augment="cifar",
-        checkpoint_every=2_000,
     ),
 }
 
@@ -223,7 +220,8 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
     sel = sorted((p for p in pts if p["weight_decay"] == wd0), key=lambda p: p["n_train"])
     if len(sel) > 1:
         first, last = sel[0], sel[-1]
-        crossing = next((p["n_train"] for p in sel if p["dlr"] < 0.1), None)
+        mf = _comparison.MF_BOUNDARY
+        crossing = next((p["n_train"] for p in sel if p["dlr"] < mf), None)
         rho = _comparison.spearman([p["n_train"] for p in sel], [p["dlr"] for p in sel])
         rows.append(
             _comparison.row(
@@ -232,7 +230,7 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
                 ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel),
                 dataset=dataset,
                 scale=scale,
-                verdict=_comparison.judge(crossing is not None and last["dlr"] < 0.1, rho <= -0.8),
+                verdict=_comparison.judge(crossing is not None and last["dlr"] < mf, rho <= -0.8),
                 note=f"first n with D_LR < 0.1: {crossing}; Spearman(n, D_LR) {rho:+.2f}; test "
                 f"error {1 - first['test_acc']:.1%} -> {1 - last['test_acc']:.1%}",
             )

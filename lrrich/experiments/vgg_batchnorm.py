@@ -77,16 +77,7 @@ class Config(common.ImageTraining):
 
 SCALES = {
     "small": Config(),
-    "paper": Config(
-        dataset="cifar100",
-        n_train=None,
-        width=64,
-        lr=0.01,
-        output_scale=0.1,
-        epochs=400,
-        augment="cifar",
-        checkpoint_every=2_000,
-    ),
+    "paper": common.paper_scale(Config, "cifar100", lr=0.01, output_scale=0.1, epochs=400),
 }
 
 
@@ -95,15 +86,9 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.batch_norm:
         raise ValueError("batch_norm is empty: give False and/or True")
-    data = common.load_task(
-        config.dataset,
-        model="vgg16",
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
+    data = common.load_data(config, "vgg16")
     tc = common.train_config(config, len(data.x_train))
-    points, summary = {}, {}
+    points, by_suffix = {}, {}
     for bn in config.batch_norm:
         label = "bn" if bn else "no_bn"
         res = common.train_point(
@@ -116,12 +101,9 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / label,
             checkpoint_every=config.checkpoint_every,
         )
-        points["with BN" if bn else "without BN"] = res
-        summary.update(common.point_summary(res, f"_{label}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+        points["with BN" if bn else "without BN"] = by_suffix[f"_{label}"] = res
     return {
-        "summary": summary,
+        "summary": common.grid_summary(by_suffix),
         "points": points,
         "comparison": comparison(points, config, _comparison.dataset_text(data)),
     }
@@ -143,7 +125,8 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
             dataset=dataset,
             scale=scale,
             verdict=_comparison.judge(
-                abs(off["dlr"] - p["dlr_no_bn"]) < 0.05 and abs(on["dlr"] - p["dlr_bn"]) < 0.05,
+                _comparison.close(off["dlr"], p["dlr_no_bn"], "dlr")
+                and _comparison.close(on["dlr"], p["dlr_bn"], "dlr"),
                 on["dlr"] < off["dlr"],
             ),
             note="the paper's CIFAR-100 has 100 classes; D_LR < 0.1 is the MF regime",
