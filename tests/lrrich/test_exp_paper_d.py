@@ -117,7 +117,7 @@ def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
 
 
 def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
-    """The mechanism the wd-tiny-lr docstring states, checked in float64 on real digits.
+    """The mechanism of docs/findings/wd_tiny_lr.md, checked in float64 on real digits.
 
     One hidden layer: NC1 is invariant under θ → cθ (positive homogeneity). Two: as c → 0 the
     centred features tend to c²·(relu(x W₁ + b₁) W₂) masked to the units with b₂ > 0.
