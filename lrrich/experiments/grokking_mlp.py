@@ -25,17 +25,16 @@ and ``output_scale``.) For every variant the run records when the training accur
 way (the thesis reads grokking as a lazy/EF → rich/MF transition, Fig 6.4).
 
 Command: ``lrrich run grokking-mlp --out runs/grokking-mlp`` (small: 1,000 real MNIST images
-from ``mnist5k``, the paper's protocol except 8,000 instead of 14,000 Adam steps; measured 18 min
-wall / 7.0 min CPU on the shared 2-core machine under a load of 10–16). Paper scale (the 1,000
-images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder, 14,000
-steps): ``lrrich run grokking-mlp --scale paper``.
-Measured (small, seed 0; threshold = 95 % of the best final test accuracy = 87.9 %): the default
-(w = 5, S = 3) fits at step 100 with 28 % test accuracy, creeps to 38 % by step 3,000 and then
-groks: 70 % at 6,000, 88.5 % at 7,800 — delay 7,700 steps, test D_LR 0.89 at t_fit → 0.58.
-Weight downscaling, input downscaling and output downscaling generalise as they fit (delay 0 /
-0 / 200 steps; 91 / 88 / 86 % test accuracy at t_fit). Target upscaling (S = 30) removes the
-plateau too — 85.6 % at t_fit — but creeps to the 87.9 % threshold only at step 2,800 (delay
-2,700 by the threshold rule). On the 8×8 digits proxy the default grokked at 5,400.
+from ``mnist5k``, the paper's protocol except 8,000 instead of 14,000 Adam steps). Paper scale
+(the 1,000 images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder,
+14,000 steps): ``lrrich run grokking-mlp --scale paper``.
+Runtime: 18 min wall, 7.0 min CPU on the 2-core CPU under a load of 10–16.
+Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and
+groks at 7,800 (delay 7,700 steps); weight / input / output downscaling generalise as they fit
+(delay 0 / 0 / 200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the
+threshold at 2,800 (delay 2,700).
+
+Findings: ``docs/findings/grokking_mlp.md``.
 """
 
 from __future__ import annotations

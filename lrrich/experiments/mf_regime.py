@@ -1,4 +1,4 @@
-"""Thesis Table 2.2: generalising ResNet18 and VGG16 end in the minimum-feature (MF) regime.
+"""T Table 2.2: generalising ResNet18 and VGG16 end in the minimum-feature (MF) regime.
 
 T §2.3–2.4, Table 2.2: trained to convergence on MNIST, CIFAR-10 and CIFAR-100, ResNet18 and
 VGG16 use only C features — the effective dimension of the intensities, D_eff(ρ) (adjusted,
@@ -11,25 +11,17 @@ BatchNorm, see Config); a sweep sets one per run, e.g. ``lrrich sweep mf-regime 
 models=resnet18,vgg16_bn --seeds 3``.
 
 Command: ``lrrich run mf-regime --out runs/mf`` (small: ResNet18 with k = 4 and VGG16 of width 4,
-Φ ∈ ℝ³², on the 4,000 real ``mnist5k`` training digits zero-padded to 32×32, 1,000 test digits;
-5 min 24 s wall on the idle 2-core CPU, 0.11 s per ResNet18 step and 0.05 s per VGG16 step).
+Φ ∈ ℝ³², on the 4,000 real ``mnist5k`` training digits zero-padded to 32×32, 1,000 test digits).
 Paper rows: ``--scale paper`` (MNIST, k = 64), ``--scale paper-cifar10``, ``--scale
 paper-cifar100`` (the ``[data]`` extra and an accelerator).
 
-Measured (small, seed 0; stop 20): both networks end in the MF regime — reproduced.
-ResNet18: D_eff(ρ) 10.0, D_eff(Q̂) 11.4, D_LR 0.067 (train 0.066), test 97.5 % (train 99.2 %);
-VGG16 (BN): 11.3, 11.8, 0.059 (train 0.058), test 96.7 % (train 99.6 %). The relative
-intensities ρ_k/ρ_1 drop by two to three orders of magnitude after k = C = 10 and Π̂(10) ≈ 1
-(``mf_features.png``). D_LR is 3–15× the thesis's (4.4e-3, 1.8e-2): the thesis trains for
-200 epochs on 60,000 images; 1,860 steps on 4,000 stop at 99.2–99.6 % training accuracy, and
-D_LR is still falling slowly at the end (ResNet18 0.076 → 0.067 over the last 1,300 steps).
-Training length is not the gap (stop 22). With 3× the epochs, ``--set epochs=180
-step_every_epochs=54`` (5,580 steps, the same schedule stretched; 26 min 22 s beside a CI
-run), both networks fit every training image. D_LR then falls only to 0.055 (ResNet18) and
-0.056 (VGG16), and stays 3–13× the thesis's. D_eff(ρ) is 10.0 / 10.3, D_eff(Q̂) 11.6 / 11.8,
-and test accuracy 97.7 / 97.2 %. What remains different is the width (k = 4: Φ ∈ ℝ³² against
-the thesis's ℝ⁵¹²) and the data (4,000 digits against 60,000). VGG16 without BN and at the
-thesis's lr 0.01: see Config.
+Runtime: 5 min 24 s wall on the idle 2-core CPU (0.11 s per ResNet18 step, 0.05 s per VGG16 step).
+Expected (seed 0): both networks in the MF regime (reproduced) — ResNet18 D_eff(ρ) 10.0,
+D_eff(Q̂) 11.4, D_LR 0.067, test 97.5 %; VGG16 (BN) 11.3, 11.8, 0.059, test 96.7 %; D_LR 3–15×
+the thesis's.
+
+Findings (training length, the width and data gap, the VGG16 readings):
+``docs/findings/mf_regime.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""VGG16 without vs with BatchNorm: BN moves the network from lazy to rich (seed 000 Fig 6, T Fig 7.3).
+"""VGG16 without vs with BatchNorm: BN moves the network from lazy to rich (D Fig 6, T Fig 7.3).
 
 Two VGG16s (configuration D, CIFAR head, Φ ∈ ℝ^{8w}) are trained identically, one with
 conv → BN → ReLU blocks (``vgg16_bn``), one without. Paper (CIFAR-100): without BN the network
@@ -10,14 +10,13 @@ sets one per run, e.g. ``lrrich sweep vgg-batchnorm --grid batch_norm=false,true
 (a one-value run reports the plain keys ``dlr``, ``test_acc``, …).
 
 Command: ``lrrich run vgg-batchnorm --out runs/vgg`` (small: VGG16 of width 4 on 1,024 real
-Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps; 55 s wall, 1.5 min CPU on the idle
-2-core CPU — 18 min before stop 19, see :mod:`nets.models.convolution`).
-Measured (small, seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
-train accuracy 40 / 88 %, D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10); before stop 19
-0.50 / 0.172 and 40.2 / 69.1 % (float32 round-off of other gradient kernels through 240 steps).
-The paper's direction is reproduced on real images — BN makes VGG16 both richer and better,
-and with BN D_eff(ρ) ≈ D_eff(Q̂) ≈ C as in T Table 2.2 — but at 240 steps neither is in the MF
-regime (D_LR < 0.1) yet; on the 8×8 digits proxy the same budget gave 0.38 / 0.22.
+Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps).
+Runtime: 55 s wall, 1.5 min CPU on the idle 2-core CPU.
+Expected (seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
+D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10): direction reproduced, neither in the MF
+regime (D_LR < 0.1) yet.
+
+Findings: ``docs/findings/vgg_batchnorm.md``.
 """
 
 from __future__ import annotations
