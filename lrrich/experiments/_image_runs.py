@@ -1,9 +1,9 @@
-"""Shared pieces of the image-classification experiments (seed 000 §5, App. E; thesis Ch. 2.4, 7).
+"""Shared pieces of the image-classification experiments (D §5, App. E; thesis Ch. 2.4, 7).
 
-Every image experiment (seed 000's MLP figures, label shuffling, VGG16 ±BN, ResNet18 learning
+Every image experiment (D's MLP figures, label shuffling, VGG16 ±BN, ResNet18 learning
 rates, the learning curve) does the same thing per grid point: load real images, build a model
 with :func:`nets.get_model`, train it with MSE on one-hot targets (``nets.train``, resumable),
-then measure the final network on the full train and test sets — accuracy, D_LR (seed 000
+then measure the final network on the full train and test sets — accuracy, D_LR (D
 Eq. 7) and the feature decomposition (thesis Alg. 1, Eq. 2.3–2.6: D_eff(ρ), D_eff(Q̂)). This
 module holds the shared training sub-config (:class:`ImageTraining`, which each experiment's
 ``Config`` extends), that loop and the figures, so each experiment module only states its grid.
@@ -265,7 +265,7 @@ def safe_dlr(features, outputs) -> float:
 def measure(model, data, output_scale: float) -> dict:
     """Accuracy, D_LR and the feature decomposition of a trained model on the full data.
 
-    D_LR (seed 000 Eq. 7) on the train and the test set; the decomposition (thesis Alg. 1) is fit on
+    D_LR (D Eq. 7) on the train and the test set; the decomposition (thesis Alg. 1) is fit on
     the training features (needs n_train ≥ p) and evaluated on the test set with the true one-hot
     test labels as targets: D_eff(ρ) is the adjusted 1 + D_eff(ρ₂…ρ_p) (thesis Eq. 2.6), D_eff(Q̂)
     the effective dimension of the utilization (thesis Table 2.2 columns).

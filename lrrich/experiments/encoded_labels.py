@@ -37,7 +37,7 @@ from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "encoded-labels"
-DESCRIPTION = "seed 000 Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
+DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
 PAPER = {
     "rich_dlr": 0.0087,
     "lazy_dlr": 0.63,
@@ -53,11 +53,11 @@ PAPER_STEPS = 46_900
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Encoded-label rich vs lazy settings (seed 000 App. F.4, Fig 1 rows).
+    """Encoded-label rich vs lazy settings (D App. F.4, Fig 1 rows).
 
     Paper: encoded MNIST (all 60,000 images), output scale ε = 1/3, batch 128, Adam, 100 epochs,
     no schedule, MSE on one-hot targets. The learning rate and the MLP's size are not legible in
-    seed 000; we use Adam's lr 1e-3 and the thesis's 4-layer FCN (3 hidden ReLU layers, width 256).
+    D; we use Adam's lr 1e-3 and the thesis's 4-layer FCN (3 hidden ReLU layers, width 256).
 
     Small-scale deviation: the 4,000 real MNIST training images of ``mnist5k`` (test: its 1,000)
     instead of 60,000 / 10,000, so 100 epochs are 3,100 Adam steps instead of the paper's 46,900
@@ -147,7 +147,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(s: dict, config: Config, dataset: str, steps: int) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 1). Tolerances: ``dlr`` and ``accuracy`` of
+    """Paper vs measured (D Fig 1). Tolerances: ``dlr`` and ``accuracy`` of
     :data:`~lrrich.experiments._comparison.TOLERANCES`; the direction is rich D_LR < lazy D_LR and
     rich test accuracy below lazy by more than 30 points."""
     scale = (

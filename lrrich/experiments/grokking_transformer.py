@@ -38,7 +38,7 @@ import numpy as np
 from lrrich.experiments._training import StepTraining, first_step, train_config
 
 NAME = "grokking-transformer"
-DESCRIPTION = "seed 000 Fig 4: 2-layer transformer groks mod-p division; D_LR drops across it"
+DESCRIPTION = "D Fig 4: 2-layer transformer groks mod-p division; D_LR drops across it"
 PAPER = {
     "dlr_before": 0.51,
     "dlr_after": 0.11,
@@ -64,7 +64,7 @@ _DECOMPOSITION_FIELDS = (
 
 @dataclasses.dataclass(frozen=True)
 class Config(StepTraining):
-    """Grokking of a 2-layer transformer on a ∘ b = a·b⁻¹ mod p (seed 000 App. F, Fig 4).
+    """Grokking of a 2-layer transformer on a ∘ b = a·b⁻¹ mod p (D App. F, Fig 4).
 
     The defaults are the paper's architecture, optimiser and loss (MSE, S = 1) at 3,000 steps
     (the paper reads "after" at step 3,000); ``SCALES["paper"]`` trains App. F's 36,000 steps,
@@ -83,9 +83,9 @@ class Config(StepTraining):
       num_layers: transformer blocks (2).
       d_model: residual width d (128) = feature dimension of Φ.
       num_heads: attention heads (4).
-      loss: ``'mse'`` on one-hot × ``target_scale`` targets (seed 000 App. F.4: all its models;
+      loss: ``'mse'`` on one-hot × ``target_scale`` targets (D App. F.4: all its models;
         default) or ``'ce'`` (teddykoker/grokking's cross-entropy; D_LR then rises).
-      target_scale: S of the one-hot targets (1 in seed 000 App. F's table for Fig 4; 10 at the
+      target_scale: S of the one-hot targets (1 in D App. F's table for Fig 4; 10 at the
         small scale, where S = 1 stays on the class-mean plateau too long for a CPU run).
       eval_size: at most this many train / test equations are evaluated at each log point
         (8,192 ≥ 4,656: the full sets for p = 97).
@@ -218,7 +218,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(s: dict, config: Config, n_train: int, n_test: int) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 4 / seed 001 table). Tolerances: ``dlr`` and ``accuracy`` of
+    """Paper vs measured (D Fig 4 / S's table). Tolerances: ``dlr`` and ``accuracy`` of
     :data:`~lrrich.experiments._comparison.TOLERANCES`; the direction is D_LR falling across grokking
     while the test accuracy rises from near chance to above 90 %."""
     from lrrich.experiments import _comparison

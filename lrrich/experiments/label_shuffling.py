@@ -34,7 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "label-shuffling"
-DESCRIPTION = "seed 000 Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
+DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER = {
     "dlr_shuffle0": 0.031,
     "dlr_shuffle100": 0.034,
@@ -45,10 +45,10 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Label-shuffling settings. Paper: seed 000 App. F.4 (Fig 3 rows) and thesis §2.4.
+    """Label-shuffling settings. Paper: D App. F.4 (Fig 3 rows) and thesis §2.4.
 
     Paper: ResNet18 (k = 64) on 10,000 CIFAR-10 images, SGD lr 0.05, momentum 0.9, weight decay
-    1e-3 (**Decision:** seed 000's table lost its learning-rate and weight-decay entries in
+    1e-3 (**Decision:** D's table lost its learning-rate and weight-decay entries in
     extraction; the thesis's ResNet18 setting, T §2.4, is used), batch 128, 200 epochs with
     lr × 0.2 every 60, output scale ε = 1/3, CIFAR augmentation.
 
@@ -148,10 +148,10 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 3). Tolerances: D_LR within 0.05 of the paper's values
+    """Paper vs measured (D Fig 3). Tolerances: D_LR within 0.05 of the paper's values
     and test accuracy within 5 points count as reproduced; the claim's direction is "rich without
     generalisation": at 100 % shuffled D_LR is below the MF boundary 0.1 while the test accuracy
-    is at chance (< 20 %). Seed 000 does not say on which inputs its D_LR is measured, so both
+    is at chance (< 20 %). D does not say on which inputs its D_LR is measured, so both
     the training inputs (where neural collapse, its special case, is defined) and the test
     inputs are reported."""
     scale = f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr {config.lr:g}"

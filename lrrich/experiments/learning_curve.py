@@ -37,9 +37,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "learning-curve"
-DESCRIPTION = (
-    "seed 000 Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
-)
+DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
     "D_LR vs weight decay": "smaller with larger weight decay; rich already without it",
@@ -48,7 +46,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Learning-curve settings. Paper: seed 000 App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
+    """Learning-curve settings. Paper: D App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
 
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
     0.9, weight decay 1e-3 (T §2.4; T Fig 7.2(b) also 0, 1e-4, 5e-4), batch 128, 200 epochs
@@ -184,7 +182,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 5, T Fig 7.1–7.2(b)). The paper's claims are qualitative:
+    """Paper vs measured (D Fig 5, T Fig 7.1–7.2(b)). The paper's claims are qualitative:
     D_LR falls below the MF boundary 0.1 beyond a critical n ("reproduced" when it does;
     "direction reproduced" when D_LR falls steadily with n — Spearman rank correlation ≤ −0.8 —
     but stays above 0.1), and a larger weight decay gives a smaller D_LR at the largest n."""

@@ -65,9 +65,9 @@ class Config(common.ImageTraining):
     32×32), CIFAR-10 and CIFAR-100; SGD momentum 0.9, weight decay 1e-3, batch 128; lr 0.05
     (ResNet18) and 0.01 (VGG16); MNIST and CIFAR-10: 200 epochs with lr × 0.2 every 60;
     CIFAR-100: 600 epochs without schedule; CIFAR augmentation on CIFAR only. **Decision:** T §2.4
-    does not state an output scale; the experiments of seed 000 on CIFAR-10 use ε = 1/3, used here.
+    does not state an output scale; the experiments of D on CIFAR-10 use ε = 1/3, used here.
     **Decision:** Table 2.2's VGG16 is ``vgg16_bn``: the thesis does not say, but its CIFAR-100 row
-    (κ_CKA 7.4e-2, test 71.9 %) is seed 000 Fig 6's VGG16 *with* BatchNorm (D_LR 0.073, 72.0 %),
+    (κ_CKA 7.4e-2, test 71.9 %) is D Fig 6's VGG16 *with* BatchNorm (D_LR 0.073, 72.0 %),
     not the one without (0.66, 21.7 %). A VGG16 without BN (``'vgg16'``) is compared with the
     table's general claim only; at width 4 it does not leave the class-mean plateau on mnist5k
     in 1,860 steps at lr 0.01 (train accuracy 10.5 %, measured). **Decision:** torchvision's

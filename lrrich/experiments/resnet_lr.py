@@ -34,7 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "resnet-lr"
-DESCRIPTION = "seed 001 / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
+DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
     "dlr_lr0.005": 0.053,
     "dlr_lr0.05": 0.025,
@@ -50,7 +50,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and seed 000 App. F.4.
+    """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and D App. F.4.
 
     Paper: ResNet18 (k = 64, Φ ∈ ℝ⁵¹²) on all 50,000 CIFAR-100 images, SGD momentum 0.9, weight
     decay 1e-3, batch 128, 600 epochs without schedule, output scale ε = 1/10, CIFAR
@@ -59,7 +59,7 @@ class Config(common.ImageTraining):
     Small-scale deviations: 1,024 Fashion-MNIST training images zero-padded to 32×32×1 (all 10,000 test
     images; ``mnist5k`` when Fashion-MNIST is not installed; C = 10, so the MF regime predicts
     D_eff ≈ 10 instead of 100), k = 4 instead of 64 (Φ ∈ ℝ³²), 200 epochs (1,600 steps), no
-    augmentation, output scale 1/3 (seed 000's CIFAR-10 value). The shared training fields are
+    augmentation, output scale 1/3 (D's CIFAR-10 value). The shared training fields are
     documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
@@ -128,7 +128,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]:
-    """Paper vs measured (seed 001 table, T Table 2.2). Tolerances: D_LR within 0.02 counts as
+    """Paper vs measured (S's table, T Table 2.2). Tolerances: D_LR within 0.02 counts as
     reproduced; the direction of the lr sweep is "lr 0.05 richest and best"; the MF check is
     D_LR < 0.1 with D_eff(ρ) and D_eff(Q̂) within 50 % of the number of classes ``c``."""
     scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD"

@@ -33,17 +33,17 @@ from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "target-downscaling"
-DESCRIPTION = "seed 000 Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
+DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
 MEASURES = ("dlr", "s_init", "param_norm", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Target-downscaling sweep settings (seed 000 App. F.4, Fig 2(b,c) rows).
+    """Target-downscaling sweep settings (D App. F.4, Fig 2(b,c) rows).
 
     Paper: 1,000 MNIST training images, batch 128, Adam, 100 epochs, no schedule, MSE on
-    one_hot(y)/α. The learning rate, the α grid and the MLP's size are not legible in seed 000;
+    one_hot(y)/α. The learning rate, the α grid and the MLP's size are not legible in D;
     we use Adam's lr 1e-3, α ∈ {1, 3, …, 1000} (α/√p from 1/16 to 60 for p = 256) and the
     thesis's 4-layer FCN (3 hidden ReLU layers, width 256; T Fig 6.3).
 
@@ -132,7 +132,7 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"{key}_alpha_min"] = rows[0][key]
         summary[f"{key}_alpha_max"] = rows[-1][key]
     alphas = np.array(config.alphas)
-    # NC1 is a terminal-phase measure (seed 000 §4), and the paper's Fig 2(b) runs all reach
+    # NC1 is a terminal-phase measure (D §4), and the paper's Fig 2(b) runs all reach
     # 100 % training accuracy: every Spearman also over the α that fit every training image
     fitted = np.array([r["train_acc"] == 1.0 for r in rows])
     summary["alpha_max_fitted"] = float(alphas[fitted].max()) if fitted.any() else math.nan
@@ -151,10 +151,10 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 2(b)): D_LR aligns with α, the prior measures do not.
+    """Paper vs measured (D Fig 2(b)): D_LR aligns with α, the prior measures do not.
 
     "Aligns" = Spearman rank correlation with α of +1 for D_LR, NC1 and ‖θ‖² (larger = lazier;
-    for ‖θ‖² the "smaller norm = richer" reading seed 000 Fig 2(a) criticises) and −1 for S_init
+    for ‖θ‖² the "smaller norm = richer" reading D Fig 2(a) criticises) and −1 for S_init
     (kernel moved less = lazier).
     """
     scale = (

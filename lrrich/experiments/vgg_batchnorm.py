@@ -28,7 +28,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "vgg-batchnorm"
-DESCRIPTION = "seed 000 Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
+DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
 PAPER = {
     "dlr_no_bn": 0.66,
     "dlr_bn": 0.073,
@@ -39,7 +39,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """VGG16 ±BN settings. Paper: seed 000 App. F.4 (Fig 6 row) and thesis §2.4.
+    """VGG16 ±BN settings. Paper: D App. F.4 (Fig 6 row) and thesis §2.4.
 
     Paper: VGG16 (first-block width 64) on all 50,000 CIFAR-100 images, SGD lr 0.01, momentum
     0.9, weight decay 1e-3 (T §2.4), batch 128, 400 epochs at a constant learning rate, output
@@ -48,13 +48,13 @@ class Config(common.ImageTraining):
     Small-scale deviations: 1,024 Fashion-MNIST training images zero-padded to 32×32×1 (all
     10,000 test images; ``mnist5k`` when Fashion-MNIST is not installed; 10 classes) instead of
     CIFAR-100, width 4 instead of 64 (Φ ∈ ℝ³²), 30 epochs (240 steps), no augmentation, and
-    lr 0.05 with output scale 1/3 (seed 000's CIFAR-10 value): at the paper's lr 0.01 and 1/10
+    lr 0.05 with output scale 1/3 (D's CIFAR-10 value): at the paper's lr 0.01 and 1/10
     neither network learns anything in a CPU budget (measured on digits: train accuracy
     14 / 17 % after 80 steps). The shared training fields are documented in
     :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
-      init: layer initialisation. **Decision:** seed 000 used "VGG16 from PyTorch", i.e.
+      init: layer initialisation. **Decision:** D used "VGG16 from PyTorch", i.e.
         torchvision's ``VGG._initialize_weights`` (conv N(0, 2/fan_out), linear N(0, 0.01²),
         zero biases): ``'torchvision'``. With PyTorch's per-layer default (``'torch'``) the
         13-layer net without BN starts with inputs-independent outputs (activation variance
@@ -109,7 +109,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 6). Tolerances: D_LR within 0.05 and accuracy within 5
+    """Paper vs measured (D Fig 6). Tolerances: D_LR within 0.05 and accuracy within 5
     points count as reproduced; the direction is BN richer (smaller D_LR) and more accurate."""
     if set(points) != {"without BN", "with BN"}:
         return []

@@ -34,7 +34,7 @@ from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "wd-tiny-lr"
-DESCRIPTION = "seed 000 Fig 2a: large weight decay + tiny lr; D_LR vs S_init, |theta|^2, NC1"
+DESCRIPTION = "D Fig 2a: large weight decay + tiny lr; D_LR vs S_init, |theta|^2, NC1"
 PAPER = {
     "dlr_init": 0.59,
     "dlr_final": 1.0,
@@ -48,11 +48,11 @@ MEASURES = ("dlr", "s_init", "param_norm_ratio", "nc1")
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Large-weight-decay, tiny-learning-rate settings (seed 000 App. F.4, Fig 2(a) rows).
+    """Large-weight-decay, tiny-learning-rate settings (D App. F.4, Fig 2(a) rows).
 
     Paper: all 60,000 MNIST images, output scale 1, batch 128, SGD without momentum, 200 epochs,
     no schedule, MSE on one-hot targets. The learning rate, weight decay and MLP size are not
-    legible in seed 000; we use the thesis's 4-layer FCN (3 hidden ReLU layers, width 256) and
+    legible in D; we use the thesis's 4-layer FCN (3 hidden ReLU layers, width 256) and
     choose η, λ with ηλ·T ≈ 5.3 over the T steps of the run (θ shrinks by e^{-5.3} ≈ 1/200):
     η = 1e-4, λ = 0.56 at paper scale (T = 93,600); η = 1e-3, λ = 0.85 at small scale
     (T = 6,200).
@@ -159,7 +159,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(s: dict, config: Config, dataset: str, steps: int) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 2(a)). Tolerances: ``dlr`` of the paper's 0.59 → 1.0 and
+    """Paper vs measured (D Fig 2(a)). Tolerances: ``dlr`` of the paper's 0.59 → 1.0 and
     ``chance_accuracy`` (:data:`~lrrich.experiments._comparison.TOLERANCES`); the direction is D_LR rising."""
     scale = (
         f"MLP 784-{config.width}x{config.depth}-10, SGD lr {config.lr:g}, wd "

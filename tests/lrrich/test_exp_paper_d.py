@@ -1,4 +1,4 @@
-"""The seed 000 MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) on
+"""D's MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) on
 small slices of the real mnist5k digits: results structure, figures, report, the paper-vs-measured
 rows and — where a tiny run shows it — the direction."""
 
@@ -45,7 +45,7 @@ def test_encoded_labels_rich_follows_the_code(tmp_path):
         assert 0 <= s[f"{mode}_dlr"] <= 1
         assert len(res["histories"][mode]["step"]) >= 2
     # Full backprop fits the training set through the code and follows the random test code;
-    # the lazy network still reads the image (seed 000 Fig 1 direction; measured on this
+    # the lazy network still reads the image (D Fig 1 direction; measured on this
     # 750-step slice: 88 % code-following, test accuracy 22 % vs 56 %).
     assert s["rich_train_acc"] == 1.0
     assert s["rich_test_follows_code"] > 0.7
