@@ -101,8 +101,9 @@ def paper_scale(config_cls: type, dataset: str, **fields):
     return config_cls(**{**common, **fields})
 
 
-def load_data(config: ImageTraining, model: str):
-    """:func:`load_task` of ``config``'s dataset, subset size, seed and data folder for ``model``."""
+def load_data(config, model: str):
+    """:func:`load_task` of ``config``'s ``dataset``, ``n_train``, ``seed`` and ``data_dir``
+    (an :class:`ImageTraining` or any config with those fields), shaped for ``model``."""
     return load_task(
         config.dataset,
         model=model,

@@ -107,9 +107,7 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
     from metrics import dlr
     from nets import evaluate, train
 
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     out, histories = {"dataset": data.name, "n_train": len(data.x_train)}, {}
     for mode, last_only in (("rich", False), ("lazy", True)):
         model = common.build_model(

@@ -101,9 +101,7 @@ def run(config: Config, run_dir: Path) -> dict:
     """Train rich and lazy from the same init; summary: accuracies, D_LR, code agreement."""
     from nets import encode_labels, train
 
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     data = encode_labels(data, value=config.code_value, seed=config.code_seed)
     c = data.num_classes
     code_test = np.asarray(data.x_test).reshape(len(data.x_test), -1)[:, :c].argmax(1)

@@ -139,9 +139,7 @@ SCALES = {
 def _load(config: Config):
     if config.dataset not in ("mnist5k", "digits", "mnist"):
         raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
-    return common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    return common.load_data(config, "mlp")
 
 
 def train_config(config: Config, variant: str):

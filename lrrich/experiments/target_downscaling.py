@@ -85,9 +85,7 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"alphas must be a non-empty tuple of positive numbers, got {config.alphas}"
         )
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     log_every = max(spe * config.epochs // config.log_points, 1)
     rows, histories = [], {}

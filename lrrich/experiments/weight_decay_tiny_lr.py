@@ -91,9 +91,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
     from nets import train
 
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     n_eval = min(config.eval_size, len(data.x_train))
     pick = np.sort(np.random.default_rng(config.seed).permutation(len(data.x_train))[:n_eval])
     x, y = data.x_train[pick], data.y_train[pick]
