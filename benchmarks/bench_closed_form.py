@@ -1,4 +1,4 @@
-"""Closed-form gradient-flow solutions vs diffrax integration of the same trajectories (issues 2, 3).
+"""Closed-form gradient-flow solutions vs diffrax integration of the same trajectories.
 
 For every solvable model in :mod:`sims` (diagonal, Saxe, λ-balanced, scalar-in/out, single
 neuron) both sides are jitted and timed after compilation, on the same initialisations, at 1,000
@@ -10,14 +10,14 @@ time points, float64:
 
 The baseline is the reference integrator :func:`sims.gradient_flow` (Dopri8, rtol 1e-12, the one
 the tests use). "max |Δ|" is the largest difference between the two on the vmapped batch. Then the
-throughput targets of issue 3: 10⁵ trajectories × 100 time points after compilation, for the
+throughput targets: 10⁵ trajectories × 100 time points after compilation, for the
 single neuron (d = 3, all outputs) and the scalar-in/out network with p = 64 (θ, γ and the mode
 sums; all weights a_i(t), b_i(t) on 10⁴ trajectories, since 10⁵ × 100 × 64 × 2 doubles is 10 GB).
 Targets: ratio ≥ 100× per trajectory; throughput < 1 s. Timings are the best of ~0.05 s of
 repeated calls on each side (the least disturbed by other load on a shared machine); the load
 average is printed.
 
-``lambda_balanced`` (issue 14, target ≥ 30×), idle 2-core CPU, 2026-11-24 (stop 17): 322 → 74–79 µs
+``lambda_balanced`` (target ≥ 30×), idle 2-core CPU, 2026-11-24 (commit 4e285ee): 322 → 74–79 µs
 single and 437 → 44–46 µs per trajectory vmapped, against diffrax 2,310–2,400 / 1,550–1,690 µs:
 **28–33× single (7 runs, median 30.6×), 34–38× vmapped**. What it took (module docstring, "Fast
 paths"): the *direct* path (one exponential per mode and time, expm1(x)/x by a 13-term series
@@ -52,7 +52,7 @@ the benchmark leaves the allocator alone; read that row as a memory-bandwidth fi
     python benchmarks/bench_closed_form.py           # the table
     python benchmarks/bench_closed_form.py --hang    # the XLA:CPU hang reproducer (below)
 
-**The XLA:CPU hang** that made ``lambda_balanced`` loop over trajectories (issue 14): its former
+**The XLA:CPU hang** that made ``lambda_balanced`` loop over trajectories: its former
 per-time evaluation — log-space column scaling, one batched LAPACK QR per time, a batched
 triangular solve and a ``jnp.where`` between the two — vmapped over 32 trajectories × 1,000
 times, never returns in some runs (0 % CPU; 2 of 3 runs here, so a race, not a slow path). Each piece alone (QR, triangular solve, where on random

@@ -1,4 +1,4 @@
-"""D_LR speed against one ΦᵀΦ GEMM, and against the naive n×n CKA, in one run (issue 10 item 5).
+"""D_LR speed against one ΦᵀΦ GEMM, and against the naive n×n CKA, in one run.
 
     python benchmarks/bench_dlr.py                  # n = 200,000, p = 256, C = 10, float32
     python benchmarks/bench_dlr.py --n 20000        # quick run

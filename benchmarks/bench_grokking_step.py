@@ -1,4 +1,4 @@
-"""Seconds per training step of the grokking transformer on the CPU (issue 7: "about 0.1 s").
+"""Seconds per training step of the grokking transformer on the CPU (target: about 0.1 s).
 
 The model of the ``grokking-transformer`` experiment (2 layers, d = 128, 4 heads, p = 97, batch
 512, AdamW, cross-entropy, float32). Measured in the same run:

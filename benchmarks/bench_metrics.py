@@ -1,4 +1,4 @@
-"""Speed of the metrics at scale, as ratios measured in one run (issue 5 "Speed").
+"""Speed of the metrics at scale, as ratios measured in one run.
 
     python benchmarks/bench_metrics.py [--n 50000 --p 512 --c 100 --stream-n 1000000]
 

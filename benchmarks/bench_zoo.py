@@ -9,19 +9,19 @@ time per framework is reported with the ratio JAX/PyTorch in steps/s (> 1: JAX f
 
 Needs ``torch`` (benchmark-only dependency: ``pip install torch==2.13.0``, the CPU wheel).
 
-Issue 12, item 5 (target ≥ 1.0 for both); every number idle on the 2-core CPU unless stated.
+Target: ratio ≥ 1.0 for both; every number idle on the 2-core CPU unless stated.
 Each JAX model is timed twice: one jitted step per call (synchronised every step, like PyTorch's
 ``loss.item()``), and a ``lax.scan`` of ``--steps`` steps per call, which is how ``nets.train``
 runs the steps between log points.
 
-**Current (stop 19, jax 0.10.2, torch 2.13.0 CPU, 5 rounds, three runs): LeNet-5 43.5–47.5 steps/s
+**Current (2026-11-24, commit cdc3f2e; jax 0.10.2, torch 2.13.0 CPU, 5 rounds, three runs): LeNet-5 43.5–47.5 steps/s
 vs PyTorch 39.5–41.3, ratio 1.10–1.16 (scanned 1.13–1.20); transformer 15.9–25.0 vs 17.6–22.1,
 ratio 0.78–1.13 per step, 1.11–1.22 scanned.** The per-step transformer ratio swings with the
 ~3–5 ms of Python dispatch per call (its 270 parameter and optimizer leaves); the scan pays it
-once per 20 steps. History: issue filed at LeNet-5 0.17 / transformer 0.82; stop 18 0.45–0.51 /
-0.62–0.66. The MLP of bench_training.py: 1.15× PyTorch.
+once per 20 steps. History: LeNet-5 0.17 / transformer 0.82 when the target was set (2026-11-24, commit
+cf519a7, under load); 0.45–0.51 / 0.62–0.66 with the compile options (2026-11-24, commit cc95a17). The MLP of bench_training.py: 1.15× PyTorch.
 
-What moved them in stop 19, each kept because it measured faster and gives the same values:
+What moved them on 2026-11-24 (commits 3e75ab6, 6c8cc77), each kept because it measured faster and gives the same values:
 
 * LeNet-5 0.47 → 1.1: conv → ReLU → 2×2 max-pool as *one* convolution on the pooling windows
   (:mod:`nets.models.conv_pool`: space-to-depth of the image, the kernel scattered into a
@@ -33,14 +33,14 @@ What moved them in stop 19, each kept because it measured faster and gives the s
   conv1. Tested against Flax's conv + reduce_window pooling and PyTorch's LeNet-5 (float64).
 * Transformer 0.62 → ~0.9 per step: the last block computes only the last position, the one
   the readout reads (its attention still reads every key and value): ~31 % fewer FLOPs.
-* **Scanned steps of conv nets were ~18× slower than these jitted ones** before this stop:
+* **Scanned steps of conv nets were ~18× slower than these jitted ones** before that change:
   XLA:CPU leaves jax's convolution gradients (permuted dimension numbers) as naive loop nests
   inside a ``while`` body — LeNet-5 ~400 ms per step in ``nets.train``, one 3×3 stride-2 ResNet
   kernel gradient 4.4 s instead of 47 ms. :mod:`nets.models.convolution` writes both gradients
   in NHWC/HWIO form (``custom_vjp``, CPU only), and nets trains a copy with it
   (``loop_friendly``). This benchmark's steps now use that copy too, as nets does.
 
-Stop 18, what moved LeNet-5 from 0.20 to ~0.47 — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
+What moved LeNet-5 from 0.20 to ~0.47 (2026-11-24, commit 23e766b) — the XLA:CPU compile options of :mod:`nets.compiler`. jaxlib
 0.10 hands single dots, single convolutions *and* reductions to YNNPACK by default. Keeping it for
 the dots only (``xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT``), LeNet-5
 step 108–117 → 44–46 ms: conv1 (512×32×32×1 → 6) forward + weight gradient 68 → 19 ms, conv2
@@ -51,12 +51,12 @@ only), so nothing global is set. Same results to float32 round-off (tests/nets/t
 MLP (bench_training.py, bench_vmap_sweep.py) and transformer steps: unchanged within 3 % with
 them, while D_LR's small reductions get slower (1.5 → 1.9 ms at 384 × 512), hence conv only.
 
-Flags measured idle in stop 18 (LeNet-5 / transformer ms per step, best of 5×10 steps): none
+Flags measured idle on 2026-11-24 (LeNet-5 / transformer ms per step, best of 5×10 steps): none
 108 / 68; ``--xla_cpu_use_onednn=true`` 110 / 67; ``xnn_fusion_type=dot`` 110 / 68,
 ``=dot,eltwise,reduce`` 112 / 70; ``xnn_graph_fusion_mode=GREEDY`` 113 / 68; ``onednn_fusion_type=dot``
 110 / 67; ``prefer_vector_width=512`` 111 / 67; ``use_xnnpack=false`` 111 / 68; ``ynn_fusion_type``
-``=individual_dot`` 44–48 / 67, ``=dot`` 46 / 68, ``=dot,eltwise`` 65 / 120. (Stop 12 measured
-flags under a load average of 10–13 and found no consistent win: that load hid the effect.)
+``=individual_dot`` 44–48 / 67, ``=dot`` 46 / 68, ``=dot,eltwise`` 65 / 120. (The first measurement,
+2026-11-24, commit cf519a7, tried flags under a load average of 10–13 and found no consistent win: that load hid the effect.)
 With the options, for the transformer: ``multi_thread_eigen=false`` 73, ``use_fusion_emitters=
 false`` 74, ``enable_concurrency_optimized_scheduler=false`` 73 ms against 67–70: no help.
 
@@ -70,7 +70,7 @@ Tried for LeNet-5 after the options, not kept:
   shifted adds): forward 19.5 vs 13.8 ms (the K = 32 GEMM does 5× the convolution's FLOPs).
 * conv2's input gradient as one GEMM + 25 shifted adds (col2im): 8.5 vs 12.3 ms alone, ~4 ms of the
   44 ms step, not worth its own convolution code.
-* Stop 12 (under load): im2col and ``conv_general_dilated_patches`` + GEMM (slower); max-pooling
+* First measurement (2026-11-24, under load): im2col and ``conv_general_dilated_patches`` + GEMM (slower); max-pooling
   as reshape + max (:func:`nets.models.layers.pool2d`, elementwise gradient) — **kept**.
 
 Transformer: the GEMMs are not the gap — (2048, 128) × (128, 512) and the other step shapes run

@@ -29,7 +29,7 @@ class NeuralCollapse(NamedTuple):
     """NC1–NC4; each → 0 under neural collapse.
 
     Attributes:
-      nc1: () Tr(Σ_W Σ_B^†)/C, within-class variability (seed 000 §4; T Eq. D.6).
+      nc1: () Tr(Σ_W Σ_B^†)/C, within-class variability (D §4; T Eq. D.6).
       nc2: () ‖M̄ᵀM̄/‖M̄ᵀM̄‖_F − (I − 11ᵀ/C)/√(C − 1)‖_F, distance of the centred class means
         M̄ = [μ_i − μ_G] from a simplex ETF (T Eq. D.7; Zhu et al. 2021, NC2).
       nc3: () (1/C) Σ_i ‖w_i/‖w_i‖ − (μ_i − μ_G)/‖μ_i − μ_G‖‖², self-duality (T Eq. D.8), or None

@@ -1,6 +1,6 @@
 """Feature decomposition: intensity, quality, utilization and effective dimensions of Φ.
 
-Thesis T §1.5.3–1.5.4 (Alg. 1, Eq. 1.29–1.34) and §2.3 (Eq. 2.3–2.7); seed 000 Eq. 5–6, 9.
+Thesis T §1.5.3–1.5.4 (Alg. 1, Eq. 1.29–1.34) and §2.3 (Eq. 2.3–2.7); D Eq. 5–6, 9.
 Nyström on a fitting sample S_fit of n ≥ p points: ϕ = Φ(S_fit)ᵀ = U S Vᵀ (p×n), with the empirical
 measure (**Decision**) ρ_k = s_k²/n and e_k(x) = √n u_kᵀΦ(x)/s_k, so ⟨e_k|e_l⟩ = δ_kl on S_fit.
 Inner products with target / learned functions are taken on a separate evaluation sample S_eval
@@ -39,7 +39,7 @@ class FeatureDecomposition(NamedTuple):
       cum_quality: (p,) Π*(k) = Σ_{j≤k} Q*_j (T Eq. 2.4), or None.
       cum_utilization: (p,) Π̂(k) = Σ_{j≤k} Q̂_j (T Eq. 2.5).
       d_eff_rho: () D_eff(ρ) (T Eq. 1.16) over all p intensities.
-      d_eff_rho_adjusted: () 1 + D_eff(ρ_2, …, ρ_p) (T Eq. 2.6; seed 000 Eq. 9).
+      d_eff_rho_adjusted: () 1 + D_eff(ρ_2, …, ρ_p) (T Eq. 2.6; D Eq. 9).
       d_eff_quality: () D_eff(Q*), or None.
       d_eff_utilization: () D_eff(Q̂).
       e1_constant_overlap: () |⟨e_1|1⟩|/‖e_1‖ on S_eval (≈ 1 when e_1 is the constant, T §2.5.1).

@@ -1,6 +1,6 @@
 """D_LR: 1 − CKA between the feature kernel and the projection onto the learned-function space.
 
-Nam et al. thesis (T) Definition 1–2, Eq. 2.8–2.9; "Disentangling rich dynamics" (seed 000) Eq. 3–4, 7.
+Nam et al. thesis (T) Definition 1–2, Eq. 2.8–2.9; "Disentangling rich dynamics" (D) Eq. 3–4, 7.
 The MP operator is T_MP = a₁|1⟩⟨1| + a₂P_Ĥ with Ĥ = span{f̂_1, …, f̂_C}; CKA centres both kernels,
 which removes the a₁ term, so on n samples (H = I − 11ᵀ/n, Φ_c = HΦ, F_c = HF, Q an orthonormal basis
 of col(F_c) of numerical rank r)
@@ -137,7 +137,7 @@ def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
     .. math::
         D_{LR} = 1 - \frac{\lVert Q^\top \Phi_c \rVert_F^2}{\lVert \Phi_c^\top \Phi_c \rVert_F\,\sqrt{r}}
 
-    (thesis T Definition 2, Eq. 2.8–2.9; seed 000 Eq. 4). Same arguments as :func:`dlr`. On
+    (thesis T Definition 2, Eq. 2.8–2.9; D Eq. 4). Same arguments as :func:`dlr`. On
     concrete arrays the value checks of :func:`dlr` run; on traced arrays nothing is checked and an
     undefined D_LR (outputs of zero centred rank, constant features) is NaN, so a jitted training
     step never raises. Inputs are rescaled internally by exact powers of two (D_LR is scale
@@ -253,7 +253,7 @@ def dlr(features, outputs, *, rtol: float | None = None) -> jax.Array:
     .. math::
         D_{LR} = 1 - \frac{\lVert Q^\top \Phi_c \rVert_F^2}{\lVert \Phi_c^\top \Phi_c \rVert_F\,\sqrt{r}}
 
-    (thesis T Definition 2, Eq. 2.8–2.9; seed 000 Eq. 4), Φ_c, F_c the sample-centred features and
+    (thesis T Definition 2, Eq. 2.8–2.9; D Eq. 4), Φ_c, F_c the sample-centred features and
     outputs, Q an orthonormal basis of col(F_c) of numerical rank r (Householder QR of F_c and the
     SVD of its small factor: as accurate as LAPACK's SVD on graded output spectra). Lies in [0, 1];
     0 = richest (features span the centred learned functions isotropically). Invariant to the

@@ -1,6 +1,6 @@
 """Prior richness measures on kernels and parameters: feature-kernel distance, NTK distance, norms.
 
-Seed 000 §4 (kernel distance from initialisation S_init, parameter norm ‖θ‖²) and Kunin et al. (K)
+D §4 (kernel distance from initialisation S_init, parameter norm ‖θ‖²) and Kunin et al. (K)
 §1 (NTK kernel distance S(t₁, t₂) = 1 − ⟨K₁, K₂⟩/(‖K₁‖_F‖K₂‖_F), Fatras/Fort et al. 2020).
 """
 
@@ -31,7 +31,7 @@ def feature_kernel_distance(features_init, features) -> jax.Array:
     .. math:: S_{init} = 1 - \frac{\lVert \Phi_{0,c}^\top \Phi_c\rVert_F^2}
               {\lVert \Phi_{0,c}^\top\Phi_{0,c}\rVert_F\,\lVert \Phi_c^\top\Phi_c\rVert_F}
 
-    (seed 000 §4, Kornblith et al. 2019 linear CKA), using ⟨HK₀H, HKH⟩_F = ‖Φ₀ᶜᵀΦᶜ‖_F² for
+    (D §4, Kornblith et al. 2019 linear CKA), using ⟨HK₀H, HKH⟩_F = ‖Φ₀ᶜᵀΦᶜ‖_F² for
     K = ΦΦᵀ: O(n p₀ p) with p₀×p matrices only, never n×n, GEMMs at full float32 precision,
     inputs rescaled by exact powers of two. Widths may differ.
 
@@ -73,7 +73,7 @@ def _leaves(params, name: str) -> list[jax.Array]:
 
 
 def parameter_norm(params) -> jax.Array:
-    """Squared parameter norm ‖θ‖² = Σ over all leaves of the pytree (seed 000 §4, Lyu et al.).
+    """Squared parameter norm ‖θ‖² = Σ over all leaves of the pytree (D §4, Lyu et al.).
 
     Args:
       params: any pytree of real arrays (Flax ``nnx.State``, dict, list).

@@ -71,6 +71,17 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file written by :func:`write_json`."""
+    """Read a JSON file written by :func:`write_json`.
+
+    Raises:
+      FileNotFoundError: ``path`` does not exist.
+      ValueError: ``path`` is not valid JSON (the message names the file and the position).
+    """
     with open(path) as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(
+                f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
+                "it was damaged or edited — restore or delete it"
+            ) from None

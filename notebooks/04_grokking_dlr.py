@@ -15,7 +15,7 @@
 # # Grokking through the lens of D_LR
 #
 # A network that first memorises modular division and only later generalises ("grokking") is a
-# lazy → rich transition (seed 000 §5, Kunin et al. §6). We train a one-hidden-layer ReLU MLP on
+# lazy → rich transition (D §5, Kunin et al. §6). We train a one-hidden-layer ReLU MLP on
 # a ∘ b = a·b⁻¹ mod p (one-hot a ‖ b, half of the equations for training; AdamW with weight decay,
 # the small-scale model of the `kunin-grokking` experiment) and follow, at every log point:
 #
@@ -107,7 +107,7 @@ fig = plot_feature_decomposition(picked, max_k=256)
 # training set by step ~1,000 and generalises around step 2,000–3,000. D_LR *falls* while it
 # memorises (0.32 → 0.20) and then *rises* (≈ 0.47 at step 4,000) while it generalises, with the
 # feature effective dimension growing — the opposite of the paper's transformer (D_LR 0.51 → 0.11,
-# trained with MSE on one-hot targets, seed 000 App. F.4). With cross-entropy the logits keep
+# trained with MSE on one-hot targets, D App. F.4). With cross-entropy the logits keep
 # growing along many directions, so the numerical span Ĥ of the outputs is much larger than the
 # few directions the features concentrate on, and D_LR (a projection onto Ĥ, SPEC 2.1) counts
 # them all. Try `loss="mse"` above to compare; the `grokking-transformer` experiment documents the

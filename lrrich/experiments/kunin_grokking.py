@@ -37,6 +37,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lrrich.experiments import _training
+from lrrich.experiments._training import StepTraining
+
 NAME = "kunin-grokking"
 DESCRIPTION = (
     "Kunin et al. App. D.3 / Fig 12: steps to grok on modular division over embedding balance α "
@@ -49,7 +52,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(StepTraining):
     """Every hyper-parameter of Kunin et al. App. D.3 (paper scale) and the CPU deviations.
 
     Paper: modular division mod 97 with half of the 9,312 equations for training, the
@@ -62,8 +65,13 @@ class Config:
     (a ‖ b) instead of the transformer (≈ 20× cheaper per step), lr₀ = 3e-3 (with 1e-3 it does
     not grok within 6,000 steps), a 3 × 3 grid, one seed, 6,000 steps.
 
+    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s
+    (AdamW, β = (0.9, 0.98), weight decay 1, 10 warm-up steps, batch 512). Here ``lr`` is the base
+    learning rate lr₀ at τ = 1, ``steps`` the training budget per run (the "maximal computational
+    budget" m), ``log_every`` the resolution of the times, and ``seed`` the first of the
+    ``n_seeds`` seeds ``seed … seed + n_seeds − 1`` (the data split is fixed).
+
     Attributes:
-      seed: first PRNG seed (seeds ``seed … seed + n_seeds − 1``; the data split is fixed).
       n_seeds: random initialisations per grid point.
       p: prime modulus.
       train_fraction: share of the p(p − 1) equations used for training.
@@ -72,18 +80,9 @@ class Config:
       d_model, num_heads, num_layers: transformer size.
       alphas: embedding balance α values (first layer ÷α).
       taus: output scales τ (logits ×τ, lr ÷τ²).
-      lr: base learning rate lr₀ (at τ = 1).
-      weight_decay: AdamW decoupled weight decay λ.
-      b1, b2: AdamW β.
-      warmup_steps: linear learning-rate warm-up.
-      batch_size: minibatch size.
-      steps: training budget per run (the "maximal computational budget" m).
-      log_every: steps between accuracy evaluations (the resolution of the times).
-      checkpoint_every: steps between checkpoints (for ``--resume``).
       threshold: accuracy that counts as fitted / generalised (0.99).
     """
 
-    seed: int = 0
     n_seeds: int = 1
     p: int = 97
     train_fraction: float = 0.5
@@ -95,13 +94,7 @@ class Config:
     alphas: tuple[float, ...] = (0.1, 1.0, 10.0)
     taus: tuple[float, ...] = (0.5, 1.0, 1.5)
     lr: float = 3e-3
-    weight_decay: float = 1.0
-    b1: float = 0.9
-    b2: float = 0.98
-    warmup_steps: int = 10
-    batch_size: int = 512
     steps: int = 6000
-    log_every: int = 50
     checkpoint_every: int = 2000
     threshold: float = 0.99
 
@@ -147,28 +140,15 @@ def make_model(config: Config, alpha: float, seed: int, num_inputs: int, num_cla
 
 def train_config(config: Config, tau: float):
     """AdamW with logits × τ and learning rate lr₀/τ² (Kunin et al. App. D.3, after Kumar et al.)."""
-    from nets import TrainConfig
-
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    return TrainConfig(
-        loss="ce",
-        optimizer="adamw",
-        lr=config.lr / tau**2,
-        b1=config.b1,
-        b2=config.b2,
-        weight_decay=config.weight_decay,
-        warmup_steps=config.warmup_steps,
-        batch_size=config.batch_size,
-        steps=config.steps,
-        output_scale=tau,
-    )
+    return _training.train_config(config, loss="ce", lr=config.lr / tau**2, output_scale=tau)
 
 
 def time_to(steps: np.ndarray, acc: np.ndarray, threshold: float) -> float:
     """First logged step with accuracy ≥ ``threshold``; NaN if never (censored at the budget)."""
-    hit = np.flatnonzero(np.nan_to_num(np.asarray(acc, float), nan=-np.inf) >= threshold)
-    return float(steps[hit[0]]) if hit.size else float("nan")
+    step = _training.first_step(steps, acc, threshold)
+    return float("nan") if step is None else step
 
 
 def run(config: Config, run_dir: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Label shuffling 0 / 10 / 100 %: rich dynamics without generalisation (seed 000 Fig 3, T Fig 3.5).
+"""Label shuffling 0 / 10 / 100 %: rich dynamics without generalisation (D Fig 3, T Fig 3.5).
 
 A network is trained with MSE on one-hot targets after a fraction of the training labels has been
 permuted among themselves (``nets.shuffle_labels``; class histogram kept, test set untouched).
@@ -12,27 +12,17 @@ A sweep sets one value per run, e.g.
 reports the plain keys ``dlr``, ``test_acc``, … (aggregated over seeds by the sweep).
 
 Command: ``lrrich run label-shuffling --out runs/ls`` (small: 2-hidden-layer ReLU MLP on 2,000
-real Fashion-MNIST images; 8.1 min wall, 1.8 min CPU on the shared 2-core CPU under a load of
-10–16, so about 2 min idle).
-Measured (small, seed 0; 0 / 10 / 100 % shuffled): train accuracy 100 / 99.8 / 99.9 %, test
-accuracy 83.5 / 80.1 / 9.9 %; D_LR on the training inputs 0.157 / 0.125 / **0.085**, on the test
-inputs 0.188 / 0.158 / 0.257. Memorising fully random labels drives the training-set features
-into the MF regime (D_LR < 0.1, richer than with the true labels) while the test accuracy is at
-chance: "rich without generalisation" is reproduced on the training inputs, where neural
-collapse (its special case, seed 000 App. D) lives. On unseen images the random-label features
-do not collapse (0.257). With true labels the MLP stays above 0.1 (the thesis's observation
-that fully connected nets stay in the extended-feature regime, T §7.4), unlike the paper's
-ResNet18 (0.031). On the 8×8 digits proxy the same MLP gave D_LR 0.87 at 100 % — the digits,
-not the code, were to blame. LeNet-5 does not memorise shuffled labels in the CPU budget (31 %
-training accuracy on 512 fully shuffled images in 1,600 steps, see Config), but a ResNet18 with
-k = 4 does (``--scale conv``: 512 images, lr 0.05, 2,400 steps per fraction, 4 min 45 s –
-4 min 54 s each on the idle 2-core CPU; measured in stop 20, seed 0). 0 / 100 % shuffled: train
-accuracy 100 / 100 %, test accuracy 66.6 / 9.7 %; D_LR on the training inputs 0.083 / **0.069**,
-on the test inputs 0.151 / **0.099**. With a conv net the paper's picture holds on both inputs:
-both networks are rich on their training set, and the network that memorised random labels is
-the richer one — in the MF regime even on unseen images — while it predicts at chance.
+real Fashion-MNIST images; about 2 min on the idle 2-core CPU, 8.1 min wall under a load of
+10–16). ``--scale conv``: ResNet18 with k = 4 on 512 images, ~5 min per fraction.
+Expected (seed 0; 0 / 10 / 100 % shuffled): test accuracy 83.5 / 80.1 / 9.9 %; D_LR on the
+training inputs 0.157 / 0.125 / 0.085 (memorising random labels is the richest, in the MF
+regime), on the test inputs 0.188 / 0.158 / 0.257. ``--scale conv`` (0 / 100 %): test accuracy
+66.6 / 9.7 %, train D_LR 0.083 / 0.069, test D_LR 0.151 / 0.099.
 Paper (``--scale paper``, an accelerator and CIFAR-10 prepared for tensorflow-datasets): ResNet18
 on 10,000 CIFAR-10 images, D_LR 0.031 (0 %) / 0.034 (100 %), test accuracy 95.0 % / 9.5 %.
+
+Findings (which inputs D_LR is measured on, LeNet-5, the ResNet18 runs):
+``docs/findings/label_shuffling.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "label-shuffling"
-DESCRIPTION = "seed 000 Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
+DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER = {
     "dlr_shuffle0": 0.031,
     "dlr_shuffle100": 0.034,
@@ -55,10 +45,10 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Label-shuffling settings. Paper: seed 000 App. F.4 (Fig 3 rows) and thesis §2.4.
+    """Label-shuffling settings. Paper: D App. F.4 (Fig 3 rows) and thesis §2.4.
 
     Paper: ResNet18 (k = 64) on 10,000 CIFAR-10 images, SGD lr 0.05, momentum 0.9, weight decay
-    1e-3 (**Decision:** seed 000's table lost its learning-rate and weight-decay entries in
+    1e-3 (**Decision:** D's table lost its learning-rate and weight-decay entries in
     extraction; the thesis's ResNet18 setting, T §2.4, is used), batch 128, 200 epochs with
     lr × 0.2 every 60, output scale ε = 1/3, CIFAR augmentation.
 
@@ -66,13 +56,9 @@ class Config(common.ImageTraining):
     images (class-balanced subset; all 10,000 test images; ``mnist5k`` when Fashion-MNIST is not
     installed) — and a 2-hidden-layer ReLU MLP of width 512 instead of ResNet18, lr 0.5 without
     weight decay, 300 epochs with lr × 0.2 every 100, no augmentation: the largest setting in
-    which a network fits fully random labels within the CPU budget. **Measured:** LeNet-5
-    (``--set model=lenet5 lr=0.2``), the conv net that fits the budget, reaches only 31 % training
-    accuracy on 512 fully shuffled Fashion-MNIST images after 1,600 steps, and 20 % on the
-    default 2,000 after 4,500 steps (300 epochs, 20.1 % measured again in stop 20; 7.4 ms per
-    step idle since stop 19's convolution fix, :mod:`nets.models.convolution` — 0.2–0.3 s
-    before), so it cannot test "rich while memorising" here; a k = 4 ResNet18 is ``--set
-    model=resnet18 width=4``. The shared training fields are documented in
+    which a network fits fully random labels within the CPU budget (LeNet-5 reaches only 20 %
+    training accuracy on the default 2,000 shuffled images: ``docs/findings/label_shuffling.md``);
+    a k = 4 ResNet18 that does is ``--scale conv``. The shared training fields are documented in
     :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
@@ -109,16 +95,15 @@ SCALES = {
         step_every_epochs=200,
         shuffle_fractions=(0.0, 1.0),
     ),
-    "paper": Config(
-        dataset="cifar10",
+    "paper": common.paper_scale(
+        Config,
+        "cifar10",
         n_train=10_000,
         model="resnet18",
-        width=64,
         lr=0.05,
         weight_decay=1e-3,
         epochs=200,
         step_every_epochs=60,
-        augment="cifar",
         checkpoint_every=1_000,
     ),
 }
@@ -134,13 +119,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.shuffle_fractions:
         raise ValueError("shuffle_fractions is empty: give at least one fraction in [0, 1]")
-    data = common.load_task(
-        config.dataset,
-        model=config.model,
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
+    data = common.load_data(config, config.model)
     tc = common.train_config(
         config,
         len(data.x_train),
@@ -148,7 +127,7 @@ def run(config: Config, run_dir: Path) -> dict:
         step_every_epochs=config.step_every_epochs,
         step_factor=0.2,
     )
-    points, summary = {}, {}
+    points, by_suffix = {}, {}
     for frac in config.shuffle_fractions:
         res = common.train_point(
             config.model,
@@ -160,26 +139,23 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / f"shuffle{_tag(frac)}",
             checkpoint_every=config.checkpoint_every,
         )
-        points[f"{_tag(frac)}% shuffled"] = res
-        summary.update(common.point_summary(res, f"_shuffle{_tag(frac)}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+        points[f"{_tag(frac)}% shuffled"] = by_suffix[f"_shuffle{_tag(frac)}"] = res
     return {
-        "summary": summary,
+        "summary": common.grid_summary(by_suffix),
         "points": points,
         "comparison": comparison(points, config, _comparison.dataset_text(data)),
     }
 
 
 def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 3). Tolerances: D_LR within 0.05 of the paper's values
+    """Paper vs measured (D Fig 3). Tolerances: D_LR within 0.05 of the paper's values
     and test accuracy within 5 points count as reproduced; the claim's direction is "rich without
     generalisation": at 100 % shuffled D_LR is below the MF boundary 0.1 while the test accuracy
-    is at chance (< 20 %). Seed 000 does not say on which inputs its D_LR is measured, so both
+    is at chance (< 20 %). D does not say on which inputs its D_LR is measured, so both
     the training inputs (where neural collapse, its special case, is defined) and the test
     inputs are reported."""
     scale = f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr {config.lr:g}"
-    rows = []
+    rows, mf = [], _comparison.MF_BOUNDARY
     for frac, key in ((0.0, "shuffle0"), (1.0, "shuffle100")):
         res = points.get(f"{_tag(frac)}% shuffled")
         if res is None:
@@ -193,10 +169,12 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
                     round(dlr, 4),
                     dataset=dataset,
                     scale=scale,
-                    verdict=_comparison.judge(abs(dlr - d_paper) < 0.05, dlr < 0.1),
+                    verdict=_comparison.judge(_comparison.close(dlr, d_paper, "dlr"), dlr < mf),
                     note=f"train accuracy {res['train_acc']:.1%}; "
                     + (
-                        "rich (MF regime, D_LR < 0.1)" if dlr < 0.1 else "above the MF boundary 0.1"
+                        f"rich (MF regime, D_LR < {mf})"
+                        if dlr < mf
+                        else f"above the MF boundary {mf}"
                     ),
                 )
             )
@@ -208,7 +186,7 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
                 dataset=dataset,
                 scale=scale,
                 verdict=_comparison.judge(
-                    abs(res["test_acc"] - a_paper) < 0.05,
+                    _comparison.close(res["test_acc"], a_paper, "accuracy"),
                     res["test_acc"] < 0.2 if frac == 1.0 else res["test_acc"] > 0.5,
                 ),
                 note="chance is 10 %" if frac == 1.0 else "",

@@ -1,6 +1,6 @@
-"""D_LR and test error vs training-set size and vs weight decay (seed 000 Fig 5, T Fig 7.1, 7.2b).
+"""D_LR and test error vs training-set size and vs weight decay (D Fig 5, T Fig 7.1, 7.2b).
 
-seed 000 Fig 5 / T Fig 7.1: the learning curve of ResNet18 on CIFAR-10 is a power law whose
+D Fig 5 / T Fig 7.1: the learning curve of ResNet18 on CIFAR-10 is a power law whose
 exponent steepens at a critical training-set size, where D_LR drops below the MF boundary 0.1 —
 enough data is needed to enter the rich regime. T Fig 7.2(b): a larger weight decay gives a
 tighter MF regime (smaller D_LR) and better accuracy, while the model without weight decay is
@@ -15,39 +15,15 @@ weight_decays=0,0.0001,0.0005,0.001``.
 
 Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
 class-balanced subsets of the 4,000 real mnist5k training images, 14 networks; 6.9 min wall,
-2.6 min CPU on the shared 2-core CPU under a load of ~10).
-Measured (small, seed 0): test error 31.7 % → 4.4 % from n = 50 to 4,000 (fitted exponent
-−0.45); test D_LR at λ = 0: 0.215 (n = 50), 0.181 (100), then flat at 0.17–0.18 up to 4,000 —
-no critical n, never below the MF boundary 0.1 (the extended-feature regime of fully connected
-nets, T §7.4), unlike the paper's ResNet18 on CIFAR-10. Weight decay λ = 1e-3 makes the MLP
-richer at every n (test D_LR 0.142 → 0.117; on the training inputs 0.07–0.11, i.e. at the MF
-boundary) at a small cost in test accuracy at n = 4,000 (93.1 % vs 95.6 %).
+2.6 min CPU on the 2-core CPU under a load of ~10). ``--scale conv``: LeNet-5, 5 min idle;
+``--scale resnet``: ResNet18 with k = 4, 43 min.
+Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
+flat from n = 100 (no critical n, not reproduced), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
+test D_LR 0.359 → 0.181, falling steadily (direction reproduced); ResNet18 test D_LR 0.190 →
+0.082, below 0.1 from n = 1,000 (reproduced), 0.067 with λ = 1e-3.
 
-With a conv net (``--scale conv``: LeNet-5, lr 0.05, the same 14 networks; 5 min 03 s wall on the
-idle 2-core CPU) the direction of the paper's Fig 5 appears where the MLP is flat: test D_LR
-0.359 (n = 50), 0.359 (100), 0.312 (200), 0.300 (500), 0.244 (1,000), 0.201 (2,000), 0.181
-(4,000), Spearman(n, D_LR) = −1.00, test error 23.6 % → 3.5 % — still no crossing of 0.1.
-Weight decay 1e-3 makes it richer at every n (0.234 at n = 50 → 0.162 at 4,000, against 0.181
-without; test accuracy 95.2 vs 96.5 % at n = 4,000). The fixed 3,100 steps leave the largest sets short of a perfect
-fit (train accuracy 100 % up to n = 200, 97.8 % at n = 4,000), so the fall could have been
-training progress; with 3× the steps (``--set epochs=300 step_every_epochs=120``, n = 200 and
-4,000, λ = 0) the training accuracy reaches 100 / 99.7 % and D_LR is 0.334 / 0.192: the gap
-between small and large n stays (0.14 against 0.13), so the fall is an effect of n.
-
-With the paper's model (``--scale resnet``: ResNet18 with k = 4, mf-regime's protocol — lr 0.05,
-60 epochs = 1,860 steps per network, lr × 0.2 every 18 epochs at n = 4,000; 43 min wall on the
-2-core CPU, partly beside other jobs, ~3 min per network) **the paper's claim is reproduced**:
-test D_LR 0.190 (n = 50), 0.178 (100), 0.133 (200), 0.126 (500), **0.099 (1,000)**, 0.084
-(2,000), 0.082 (4,000). That is Spearman −1.00, and D_LR is below the MF boundary 0.1 from
-n = 1,000 on. Test error 77.0 % → 2.8 %, fitted exponent −0.84. The error falls slowly up to
-n = 200 (slope ≈ −0.16 in log–log) and steeply beyond (≈ −1.1 from 200 to 1,000): the
-steepening sits where D_LR falls towards 0.1, as in T Fig 7.1. The training-set D_LR is in the
-MF regime at every n (0.070–0.085). It is the test features that need data. Weight decay 1e-3
-gives 0.171 → 0.067, richer at 6 of the 7 sizes (not at n = 200: 0.155 against 0.133), and
-test accuracy 97.5 against 97.2 % at n = 4,000 (T Fig 7.2(b): reproduced). The ResNet
-generalises poorly from few images: 23 % test accuracy at n = 50 against LeNet-5's 76 %. It
-fits the 50 images within 186 steps and stays there. BatchNorm's running statistics are not
-the cause: the test batch's own statistics give 24.1 %.
+Findings (the MLP's flat curve, training length, the ResNet at small n):
+``docs/findings/learning_curve.md``.
 """
 
 from __future__ import annotations
@@ -61,9 +37,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "learning-curve"
-DESCRIPTION = (
-    "seed 000 Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
-)
+DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
     "D_LR vs weight decay": "smaller with larger weight decay; rich already without it",
@@ -72,7 +46,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Learning-curve settings. Paper: seed 000 App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
+    """Learning-curve settings. Paper: D App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
 
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
     0.9, weight decay 1e-3 (T §2.4; T Fig 7.2(b) also 0, 1e-4, 5e-4), batch 128, 200 epochs
@@ -115,18 +89,15 @@ SCALES = {
     # the paper's model at k = 4 with mf-regime's protocol (60 epochs at n = 4,000, 1,860 steps
     # per network, lr × 0.2 every 18 epochs): ~3 min per network, 43 min on the 2-core CPU
     "resnet": Config(model="resnet18", width=4, lr=0.05, epochs=60, step_every_epochs=18),
-    "paper": Config(
-        dataset="cifar10",
+    "paper": common.paper_scale(
+        Config,
+        "cifar10",
         model="resnet18",
-        width=64,
         n_trains=(500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000),
         weight_decays=(1e-3,),
         lr=0.05,
-        momentum=0.9,
         epochs=200,
         step_every_epochs=60,
-        augment="cifar",
-        checkpoint_every=2_000,
     ),
 }
 
@@ -211,7 +182,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 5, T Fig 7.1–7.2(b)). The paper's claims are qualitative:
+    """Paper vs measured (D Fig 5, T Fig 7.1–7.2(b)). The paper's claims are qualitative:
     D_LR falls below the MF boundary 0.1 beyond a critical n ("reproduced" when it does;
     "direction reproduced" when D_LR falls steadily with n — Spearman rank correlation ≤ −0.8 —
     but stays above 0.1), and a larger weight decay gives a smaller D_LR at the largest n."""
@@ -223,7 +194,8 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
     sel = sorted((p for p in pts if p["weight_decay"] == wd0), key=lambda p: p["n_train"])
     if len(sel) > 1:
         first, last = sel[0], sel[-1]
-        crossing = next((p["n_train"] for p in sel if p["dlr"] < 0.1), None)
+        mf = _comparison.MF_BOUNDARY
+        crossing = next((p["n_train"] for p in sel if p["dlr"] < mf), None)
         rho = _comparison.spearman([p["n_train"] for p in sel], [p["dlr"] for p in sel])
         rows.append(
             _comparison.row(
@@ -232,7 +204,7 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
                 ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel),
                 dataset=dataset,
                 scale=scale,
-                verdict=_comparison.judge(crossing is not None and last["dlr"] < 0.1, rho <= -0.8),
+                verdict=_comparison.judge(crossing is not None and last["dlr"] < mf, rho <= -0.8),
                 note=f"first n with D_LR < 0.1: {crossing}; Spearman(n, D_LR) {rho:+.2f}; test "
                 f"error {1 - first['test_acc']:.1%} -> {1 - last['test_acc']:.1%}",
             )

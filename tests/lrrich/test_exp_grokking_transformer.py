@@ -34,11 +34,11 @@ def test_registered_with_paper_values_and_the_paper_setting():
         "test_acc_after": 0.998,
     }
     small = exp.config("small")
-    # seed 000 App. F / issue 7: p = 97, 50 % (4,656 equations), batch 512, AdamW (0.9, 0.98).
+    # D App. F: p = 97, 50 % (4,656 equations), batch 512, AdamW (0.9, 0.98).
     assert (small.p, small.train_fraction, small.batch_size) == (97, 0.5, 512)
     assert (small.lr, small.b1, small.b2, small.warmup_steps) == (1e-3, 0.9, 0.98, 10)
     assert (small.num_layers, small.d_model, small.num_heads) == (2, 128, 4)
-    # seed 000 App. F.4: MSE on one-hot targets; the paper scale keeps its target scale 1.
+    # D App. F.4: MSE on one-hot targets; the paper scale keeps its target scale 1.
     assert small.loss == "mse" and exp.config("paper").target_scale == 1.0
     assert small.decomposition_steps[0] == 200 and small.steps <= 10_000
 

@@ -3,7 +3,7 @@
 label-shuffling, vgg-batchnorm, resnet-lr and learning-curve are accelerator-scale in the paper;
 here each runs end-to-end at a tiny size (a few steps on a slice of the real mnist5k digits),
 writes results, figures, the paper-vs-measured rows and the report, and its ``SCALES["paper"]``
-config is checked against the paper's setting (seed 000 App. F.4, thesis §2.4) without loading
+config is checked against the paper's setting (D App. F.4, thesis §2.4) without loading
 the data.
 """
 
@@ -129,7 +129,7 @@ def test_paper_configs_name_the_paper_setting(name):
     assert isinstance(small, common.ImageTraining)  # the one shared training sub-config
     assert type(paper) is exp.config_cls and paper != small
     assert paper.checkpoint_every > 0  # resumable on an accelerator
-    # seed 000 App. F.4 / thesis §2.4: SGD momentum 0.9, batch 128, CIFAR augmentation
+    # D App. F.4 / thesis §2.4: SGD momentum 0.9, batch 128, CIFAR augmentation
     assert (paper.momentum, paper.batch_size, paper.augment) == (0.9, 128, "cifar")
     width = {"label-shuffling": 64, "vgg-batchnorm": 64, "resnet-lr": 64, "learning-curve": 64}
     assert paper.width == width[name]
@@ -145,7 +145,7 @@ def test_paper_grids_are_the_papers():
     assert registry.get("vgg-batchnorm").config("paper").batch_norm == (False, True)
     assert registry.get("resnet-lr").config("paper").lrs == (0.005, 0.05, 0.2)
     vgg = registry.get("vgg-batchnorm").config("paper")
-    # seed 000 Fig 6 / T §2.4: 400 epochs, lr 0.01, output scale 1/10, weight decay 1e-3
+    # D Fig 6 / T §2.4: 400 epochs, lr 0.01, output scale 1/10, weight decay 1e-3
     assert (vgg.epochs, vgg.lr, vgg.output_scale, vgg.weight_decay) == (400, 0.01, 0.1, 1e-3)
     lr = registry.get("resnet-lr").config("paper")
     assert (lr.epochs, lr.output_scale, lr.weight_decay) == (600, 0.1, 1e-3)

@@ -1,6 +1,6 @@
 """Accuracy of every D_LR path on graded output spectra against an independent LAPACK reference.
 
-Targets (issue 10): float64 ≤ 1e-9 absolute for softmax outputs with C ∈ {2, 10, 100, 1000}, graded
+Targets: float64 ≤ 1e-9 absolute for softmax outputs with C ∈ {2, 10, 100, 1000}, graded
 linear heads up to condition number 1e12, nearly collapsed features, p > n and constant feature
 columns; float32 within 1e-3 of float64 computed on the same float32 numbers. The reference builds
 the n×n centred kernel and the projection onto a basis of the centred outputs from NumPy's LAPACK
@@ -14,8 +14,8 @@ import pytest
 
 from metrics import dlr_from_moments, dlr_streaming, dlr_with_rank, moments
 
-F64_TOL = 1e-9  # issue 10 target, float64
-F32_TOL = 1e-3  # issue 10 target, float32 vs float64 on the same float32 data
+F64_TOL = 1e-9  # target, float64
+F32_TOL = 1e-3  # target, float32 vs float64 on the same float32 data
 
 
 def lapack_rank(f, dtype=np.float64):

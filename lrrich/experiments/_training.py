@@ -1,0 +1,103 @@
+"""The training sub-configs the experiments share, and the one map from them to ``TrainConfig``.
+
+An experiment's ``Config`` extends one of these dataclasses (big_vision's configs share their
+training block the same way), so each training field is declared and documented once; a
+subclass restates a field only to change its default. The fields stay top-level, so
+``--set lr=…`` and the ``config.json`` keys are those of the experiment's own ``Config``.
+
+* :class:`Training` — seed and optimizer (every trained experiment).
+* :class:`StepTraining` — plus a run measured in optimizer steps: warm-up, batch, steps, log
+  and checkpoint periods (the grokking experiments).
+* ``_image_runs.ImageTraining`` — plus data, model size and epochs (the image experiments).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Training:
+    """Seed and optimizer of an experiment's networks (defaults: :class:`nets.TrainConfig`'s).
+
+    Attributes:
+      seed: PRNG seed of the initialisation and the data order.
+      optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` (coupled L2, PyTorch's
+        ``Adam(weight_decay=…)``) or ``'adamw'`` (decoupled weight decay; torch semantics).
+      lr: learning rate η.
+      momentum: SGD momentum μ; unused by Adam.
+      b1, b2: Adam's β₁, β₂; unused by SGD.
+      eps: Adam's ε (PyTorch's default 1e-8); unused by SGD.
+      weight_decay: weight decay λ (coupled for sgd / adam, decoupled for adamw).
+    """
+
+    seed: int = 0
+    optimizer: str = "sgd"
+    lr: float = 0.1
+    momentum: float = 0.0
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class StepTraining(Training):
+    """A run measured in optimizer steps (defaults: teddykoker/grokking's AdamW, which D used).
+
+    Attributes:
+      warmup_steps: linear learning-rate warm-up from 0 over this many steps.
+      batch_size: minibatch size B.
+      steps: optimizer steps per run.
+      log_every: steps between logged accuracy / D_LR points (also at step 0 and the end).
+      checkpoint_every: steps between orbax checkpoints (0: none), for ``--resume``.
+    """
+
+    optimizer: str = "adamw"
+    lr: float = 1e-3
+    b2: float = 0.98
+    weight_decay: float = 1.0
+    warmup_steps: int = 10
+    batch_size: int = 512
+    steps: int = 3000
+    log_every: int = 50
+    checkpoint_every: int = 500
+
+
+_OPTIMIZER_FIELDS = tuple(f.name for f in dataclasses.fields(Training) if f.name != "seed")
+_STEP_FIELDS = ("warmup_steps", "batch_size", "steps")
+
+
+def train_config(config: Training, **overrides):
+    """The :class:`nets.TrainConfig` of ``config``'s shared training fields.
+
+    Args:
+      config: the experiment's config (a :class:`Training`; a :class:`StepTraining` also sets
+        ``warmup_steps``, ``batch_size`` and ``steps``).
+      overrides: any other TrainConfig field (the loss, a swept ``lr``, the scales, …); they win
+        over the config's fields.
+
+    Returns:
+      the :class:`nets.TrainConfig`.
+    """
+    from nets import TrainConfig
+
+    names = _OPTIMIZER_FIELDS + (_STEP_FIELDS if isinstance(config, StepTraining) else ())
+    return TrainConfig(**{**{k: getattr(config, k) for k in names}, **overrides})
+
+
+def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
+    """The first logged step whose value reaches ``threshold`` (None if it never does).
+
+    Args:
+      steps: (K,) logged steps, increasing.
+      values: (K,) the logged quantity (e.g. test accuracy); NaN never counts as reached.
+      threshold: the level to reach.
+
+    Returns:
+      the step as a float, or None.
+    """
+    hit = np.flatnonzero(np.nan_to_num(np.asarray(values, float), nan=-np.inf) >= threshold)
+    return float(steps[hit[0]]) if hit.size else None

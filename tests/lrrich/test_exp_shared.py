@@ -1,0 +1,129 @@
+"""The pieces every experiment shares: training sub-configs, paper presets, tolerances, read_json."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from lrrich import io, registry
+from lrrich.experiments import _comparison, _training
+from lrrich.experiments import _image_runs as common
+
+
+def test_step_training_fields_reach_train_config_and_overrides_win():
+    cfg = _training.StepTraining(
+        optimizer="adam", lr=3e-4, momentum=0.5, b1=0.8, b2=0.95, eps=1e-6, weight_decay=0.1,
+        warmup_steps=7, batch_size=64, steps=123,
+    )  # fmt: skip
+    tc = _training.train_config(cfg, loss="ce", output_scale=2.0)
+    for k in ("optimizer", "lr", "momentum", "b1", "b2", "eps", "weight_decay", "warmup_steps",
+              "batch_size", "steps"):  # fmt: skip
+        assert getattr(tc, k) == getattr(cfg, k), k
+    assert (tc.loss, tc.output_scale) == ("ce", 2.0)
+    assert _training.train_config(cfg, lr=1.0).lr == 1.0
+    # a plain Training config sets only the optimizer: the run length stays TrainConfig's
+    plain = _training.train_config(_training.Training(lr=0.3))
+    assert (plain.lr, plain.steps, plain.batch_size) == (0.3, None, 128)
+
+
+def test_grokking_experiments_share_the_step_training_fields():
+    """The TrainConfig each experiment builds is the one its (shared) config fields state."""
+    from lrrich.experiments import grokking_mlp, grokking_transformer, kunin_grokking
+
+    for mod in (grokking_mlp, grokking_transformer, kunin_grokking):
+        assert issubclass(mod.Config, _training.StepTraining), mod.NAME
+    kg = kunin_grokking.Config(lr=2e-3, b2=0.9, warmup_steps=3, batch_size=32, steps=40)
+    tc = kunin_grokking.train_config(kg, 2.0)  # logits × τ, lr ÷ τ² (K App. D.3)
+    assert (tc.lr, tc.output_scale, tc.loss) == (pytest.approx(5e-4), 2.0, "ce")
+    assert (tc.b2, tc.warmup_steps, tc.batch_size, tc.steps) == (0.9, 3, 32, 40)
+    gm = grokking_mlp.train_config(grokking_mlp.Config(eps=1e-5, steps=50), "default")
+    assert (gm.optimizer, gm.eps, gm.steps, gm.warmup_steps) == ("adam", 1e-5, 50, 0)
+    # teddykoker/grokking's AdamW, which D used: the transformer's defaults are the base's
+    gt = grokking_transformer.Config()
+    assert (gt.optimizer, gt.lr, gt.b1, gt.b2, gt.weight_decay, gt.warmup_steps) == (
+        "adamw",
+        1e-3,
+        0.9,
+        0.98,
+        1.0,
+        10,
+    )
+    assert (gt.batch_size, gt.steps) == (512, 3000)
+
+
+def test_emergence_time_and_data_panels_train_with_the_shared_optimizer_fields():
+    from lrrich.experiments import emergence
+
+    cfg = emergence.Config()
+    assert isinstance(cfg, _training.Training)
+    tc = _training.train_config(cfg)
+    assert (tc.optimizer, tc.lr, tc.momentum, tc.weight_decay) == ("sgd", 0.05, 0.0, 0.0)  # T C.3
+
+
+def test_paper_scale_presets_are_the_papers_common_setting():
+    # resnet-lr and vgg-batchnorm as written out before the helper (D App. F.4, T §2.4)
+    rl = registry.get("resnet-lr")
+    want = rl.config_cls(
+        dataset="cifar100", n_train=None, width=64, epochs=600, output_scale=0.1,
+        augment="cifar", checkpoint_every=2_000,
+    )  # fmt: skip
+    assert rl.config("paper") == want
+    vgg = registry.get("vgg-batchnorm")
+    want = vgg.config_cls(
+        dataset="cifar100", n_train=None, width=64, lr=0.01, output_scale=0.1, epochs=400,
+        augment="cifar", checkpoint_every=2_000,
+    )  # fmt: skip
+    assert vgg.config("paper") == want
+    # the experiment's own fields win, and MNIST rows are not augmented
+    assert registry.get("label-shuffling").config("paper").n_train == 10_000
+    assert registry.get("mf-regime").config("paper").augment == "none"
+    assert registry.get("mf-regime").config("paper-cifar10").augment == "cifar"
+
+
+def test_grid_summary_suffixes_points_and_keeps_plain_keys_for_one_point():
+    a = {"dlr": 0.1, "test_acc": 0.9, "history": {}}
+    b = {"dlr": 0.2, "test_acc": 0.8}
+    assert common.grid_summary({"_x": a, "_y": b}) == {
+        "dlr_x": 0.1, "test_acc_x": 0.9, "dlr_y": 0.2, "test_acc_y": 0.8,
+    }  # fmt: skip
+    assert common.grid_summary({"_x": a}) == {"dlr": 0.1, "test_acc": 0.9}
+
+
+def test_tolerances_are_named_with_their_source_and_close_reads_them():
+    assert _comparison.TOLERANCES["dlr"].value == 0.05
+    for name, tol in _comparison.TOLERANCES.items():
+        assert tol.value > 0 and len(tol.source) > 20, name
+    # absolute: strictly within; relative: |measured / paper − 1| ≤ value
+    assert not _comparison.close(0.53, 0.59, "dlr")
+    assert _comparison.close(0.55, 0.59, "dlr")
+    assert _comparison.close(1000.0, 800.0, "constant")  # +25 %
+    assert not _comparison.close(1001.0, 800.0, "constant")
+    assert _comparison.close(12.0, 10.0, "d_eff") and not _comparison.close(12.1, 10.0, "d_eff")
+    with pytest.raises(KeyError):
+        _comparison.close(0.1, 0.1, "no such tolerance")
+    assert _comparison.MF_BOUNDARY == 0.1  # T Definition 2, ε = 0.1
+
+
+def test_one_read_json_with_a_clear_error(tmp_path):
+    import nets.io
+
+    assert io.read_json is nets.io.read_json
+    good = tmp_path / "a.json"
+    io.write_json(good, {"x": np.float32(1.5)})
+    assert nets.io.read_json(good) == {"x": 1.5}
+    bad = tmp_path / "b.json"
+    bad.write_text('{"x": ')
+    with pytest.raises(ValueError, match=r"b\.json is not valid JSON \(line 1"):
+        nets.io.read_json(bad)
+    with pytest.raises(FileNotFoundError):
+        nets.io.read_json(tmp_path / "absent.json")
+    assert json.loads(good.read_text()) == {"x": 1.5}
+
+
+def test_set_overrides_still_reach_the_shared_fields():
+    exp = registry.get("grokking-transformer")
+    cfg = exp.config("small", {"lr": "0.002", "b2": "0.99", "steps": "100"})
+    assert (cfg.lr, cfg.b2, cfg.steps) == (0.002, 0.99, 100)
+    fields = {f.name for f in dataclasses.fields(registry.get("emergence").config_cls)}
+    assert {"seed", "lr", "width_lr", "width_optimizer"} <= fields
