@@ -152,6 +152,7 @@ def phase_env(rec: Record, args) -> None:
     rec.put("versions", {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
                          "flax": flax.__version__, "optax": optax.__version__,
                          "numpy": np.__version__})  # fmt: skip
+    rec.put("env", {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_"))})
     rec.put("backend", jax.default_backend())
     rec.put("devices", [f"{d.platform}:{d.device_kind}" for d in jax.devices()])
     try:
@@ -197,13 +198,13 @@ def phase_tests(rec: Record, args) -> None:
             counts[outcome] = counts.get(outcome, 0) + 1
             if outcome in ("failed", "error"):
                 failures.append(m["id"])
-            if outcome == "skipped":
-                skips.append(line.strip()[:300])
             rec.put("counts", counts)
         if "short test summary info" in line:
             in_summary = True
         elif in_summary and line.startswith(("FAILED", "ERROR")):
             summary.append(line.strip()[:400])
+        elif in_summary and line.startswith("SKIPPED"):  # -ra: "SKIPPED [k] file:line: reason"
+            skips.append(line.strip()[:300])
         if line.startswith("=") and _TOTALS.search(line) and " in " in line:
             totals = {k.rstrip("s") if k.startswith("error") else k: int(v)
                       for v, k in _TOTALS.findall(line)}  # fmt: skip
@@ -414,6 +415,7 @@ def phase_experiment(rec: Record, args) -> None:
         shutil.copy(results, Path(args.out) / "experiment_results.json")
         if (run_dir / "report.md").is_file():
             shutil.copy(run_dir / "report.md", Path(args.out) / "experiment_report.md")
+    shutil.rmtree(run_dir.parent, ignore_errors=True)  # what matters was copied to --out
     rec.put("status", "ok" if rc == 0 else f"failed (rc {rc})")
 
 
