@@ -4,19 +4,19 @@ Run it through ``benchmarks/gpu_check.sh`` (which installs the carried wheels of
 ``docs/gpu.md`` gives the device call, the goals and the table to fill. Phases, in order, each in
 its own process with its own time cap (seconds on the device; the caps sum to 410 s):
 
-========== ==== ==============================================================================
-phase      cap  what it measures
-========== ==== ==============================================================================
-env         30  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
-tests       90  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
-                ``train_many``, checkpoint/resume, data-parallel training; pass/fail counts
-resnet_jax  70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``
-resnet_torch 90 the same network in PyTorch: eager float32 / AMP bfloat16, then
-                ``torch.compile`` bfloat16 / float32 (``benchmarks/bench_resnet_gpu.py``)
-sweep       30  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
-dlr         30  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 ΦᵀΦ GEMM
-experiment  70  ``lrrich run resnet-lr`` at k = 64 on all 60,000 Fashion-MNIST images
-========== ==== ==============================================================================
+============ ==== ============================================================================
+phase        cap  what it measures
+============ ==== ============================================================================
+env           30  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
+tests         90  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
+                  ``train_many``, checkpoint/resume, data-parallel training; pass/fail counts
+resnet_jax    70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``
+resnet_torch  90  the same network in PyTorch: eager float32 / AMP bfloat16, then
+                  ``torch.compile`` bfloat16 / float32 (``benchmarks/bench_resnet_gpu.py``)
+sweep         30  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
+dlr           30  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 ΦᵀΦ GEMM
+experiment    70  ``lrrich run resnet-lr`` at k = 64 on all 60,000 Fashion-MNIST images
+============ ==== ============================================================================
 
 A phase writes its numbers as it gets them (``<out>/gpu_check.json`` is rewritten after every
 phase, each phase's partial record survives its time-out), its output goes to
@@ -25,7 +25,7 @@ them. ``--quick`` shrinks every phase to CPU sizes (``gpu_check.sh --quick`` set
 ``JAX_PLATFORMS=cpu``); ``--phases a,b`` runs a subset (a rerun); ``--dry-run`` writes the plan.
 
     benchmarks/gpu_check.sh                         # on the GPU machine (docs/gpu.md)
-    benchmarks/gpu_check.sh --quick                 # here, ~4 min on 2 loaded cores
+    benchmarks/gpu_check.sh --quick                 # here on the CPU, ~6 min on 2 loaded cores
     python benchmarks/gpu_check.py --quick --dry-run --out /tmp/plan
 """
 
