@@ -257,10 +257,6 @@ def linear_skill_strength(
     return S - (S - w0) * jnp.exp(-eta * p * t)
 
 
-def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
-    return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]
-
-
 def calibrate_time(
     t: ArrayLike,
     R: ArrayLike,
@@ -326,3 +322,7 @@ def calibrate_width(
     grid = jnp.linspace(0.25, 64.0, 1021) if N_c_grid is None else jnp.asarray(N_c_grid)
     pred = jax.vmap(lambda nc: parameter_emergence(jnp.asarray(N), S, nc, 1)[:, 0])(grid)
     return _grid_argmin(jnp.sum((pred - jnp.asarray(R)) ** 2, axis=-1), grid)
+
+
+def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
+    return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]

@@ -208,17 +208,6 @@ def learnability(rho: jax.Array, n: jax.Array | float, *, iters: int = 100) -> L
     return Learnability(L=rho / (rho + kappa), kappa=kappa)
 
 
-def _quadratic_loss(w: jax.Array, args: tuple) -> jax.Array:
-    """½E[(wᵀΦ − w*ᵀΦ)²] = ½(w − w*)ᵀ Σ_Φ (w − w*) for a realizable target."""
-    cov, w_star = args
-    return 0.5 * (w - w_star) @ cov @ (w - w_star)
-
-
-@jax.jit
-def _reference_flow(w0: jax.Array, t: jax.Array, args: tuple, lr: jax.Array) -> jax.Array:
-    return gradient_flow(_quadratic_loss, w0, t, args, lr=lr, atol=1e-30)
-
-
 def verify(key: jax.Array, n_cases: int = 8) -> float:
     """Max error of :func:`solve` against the raw-weight gradient flow, relative to max|c*|.
 
@@ -247,3 +236,14 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         c = solve(c0, rho_k, c_star, t, eta=lr).network_map
         worst = max(worst, float(jnp.max(jnp.abs(c - c_flow)) / jnp.max(jnp.abs(c_star))))
     return worst
+
+
+def _quadratic_loss(w: jax.Array, args: tuple) -> jax.Array:
+    """½E[(wᵀΦ − w*ᵀΦ)²] = ½(w − w*)ᵀ Σ_Φ (w − w*) for a realizable target."""
+    cov, w_star = args
+    return 0.5 * (w - w_star) @ cov @ (w - w_star)
+
+
+@jax.jit
+def _reference_flow(w0: jax.Array, t: jax.Array, args: tuple, lr: jax.Array) -> jax.Array:
+    return gradient_flow(_quadratic_loss, w0, t, args, lr=lr, atol=1e-30)

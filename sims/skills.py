@@ -54,64 +54,6 @@ class SkillTrajectory(NamedTuple):
         return self.network_map
 
 
-def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
-    """Power-law skill frequencies P_s(k) = A k^{−(α+1)}, k = 1..n_s (T Eq 4.1).
-
-    Args:
-      alpha: α > 0 (the frequencies decay with exponent α + 1); scalar, may be traced.
-      n_s: number of skills n_s ≥ 1 (static).
-
-    Returns:
-      (n_s,) probabilities summing to one (A = 1/Σ_j j^{−(α+1)}).
-    """
-    if int(n_s) < 1:
-        raise ValueError(f"n_s (number of skills) must be >= 1, got {n_s}")
-    check_alpha(alpha)
-    alpha = as_float(alpha, "alpha")
-    k = jnp.arange(1, int(n_s) + 1, dtype=alpha.dtype)
-    w = k ** (-(alpha + 1))
-    return w / jnp.sum(w)
-
-
-def skill_strength(t, S, r0, p, eta=1.0) -> jax.Array:
-    """Skill strength R_k(T) of the balanced multilinear model (T Eq 4.11 / B.1).
-
-    .. math::  R_k(T) = S R_0 / (R_0 + (S − R_0) e^{−2 η p_k S T})
-
-    This form is exact for every R_0 ≥ 0 (also R_0 > S, where it decays onto S) and never
-    overflows; a skill with p_k = 0 (d_k = 0, never observed) keeps R_k(0) (Eq B.12).
-
-    An elementwise formula, it keeps the paper's R_k(T; S, R_0, p_k) order, times first (as
-    :func:`sims.emergence.time_emergence` does): its arguments broadcast, so a reordering could not
-    be told apart from this order for scalars. :func:`solve` and :func:`loss_curve` follow the
-    package contract (init, task, t).
-
-    Args:
-      t: times T, any shape broadcastable with the others.
-      S: target scale S > 0.
-      r0: initial skill strength R_k(0) = a_k(0) b_k(0) ≥ 0 (balanced init a_k(0) = b_k(0)).
-      p: training weight of the skill d_k/D ≥ 0 (P_s(k) for infinite data).
-      eta: learning rate η.
-
-    Returns:
-      R_k(T), the broadcast shape of the arguments.
-    """
-    S = as_float(S, "S")
-    check_positive(S, "S (target scale)")
-    check_positive(r0, "r0 (initial skill strength R_k(0))", strict=False)
-    check_positive(p, "p (skill weight d_k/D)", strict=False)
-    decay = jnp.exp(-2.0 * eta * p * S * t)
-    num = S * r0
-    den = r0 + (S - r0) * decay
-    # r0 = 0 is a fixed point of the flow (a = b = 0): R stays 0 (avoid 0/0 once decay underflows).
-    return jnp.where(r0 == 0, jnp.zeros_like(num * den), num / jnp.where(den == 0, 1.0, den))
-
-
-def skill_loss(R, S) -> jax.Array:
-    """Skill loss L_k = ½ (S − R_k)² of the multilinear model (T Eq 4.10)."""
-    return 0.5 * (S - R) ** 2
-
-
 def solve(
     r0: jax.Array | float,
     S: jax.Array | float,
@@ -178,6 +120,64 @@ def loss(params: dict, task: tuple) -> jax.Array:
     """
     S, p = task
     return 0.5 * jnp.sum(p * (S - params["a"] * params["b"]) ** 2)
+
+
+def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
+    """Power-law skill frequencies P_s(k) = A k^{−(α+1)}, k = 1..n_s (T Eq 4.1).
+
+    Args:
+      alpha: α > 0 (the frequencies decay with exponent α + 1); scalar, may be traced.
+      n_s: number of skills n_s ≥ 1 (static).
+
+    Returns:
+      (n_s,) probabilities summing to one (A = 1/Σ_j j^{−(α+1)}).
+    """
+    if int(n_s) < 1:
+        raise ValueError(f"n_s (number of skills) must be >= 1, got {n_s}")
+    check_alpha(alpha)
+    alpha = as_float(alpha, "alpha")
+    k = jnp.arange(1, int(n_s) + 1, dtype=alpha.dtype)
+    w = k ** (-(alpha + 1))
+    return w / jnp.sum(w)
+
+
+def skill_strength(t, S, r0, p, eta=1.0) -> jax.Array:
+    """Skill strength R_k(T) of the balanced multilinear model (T Eq 4.11 / B.1).
+
+    .. math::  R_k(T) = S R_0 / (R_0 + (S − R_0) e^{−2 η p_k S T})
+
+    This form is exact for every R_0 ≥ 0 (also R_0 > S, where it decays onto S) and never
+    overflows; a skill with p_k = 0 (d_k = 0, never observed) keeps R_k(0) (Eq B.12).
+
+    An elementwise formula, it keeps the paper's R_k(T; S, R_0, p_k) order, times first (as
+    :func:`sims.emergence.time_emergence` does): its arguments broadcast, so a reordering could not
+    be told apart from this order for scalars. :func:`solve` and :func:`loss_curve` follow the
+    package contract (init, task, t).
+
+    Args:
+      t: times T, any shape broadcastable with the others.
+      S: target scale S > 0.
+      r0: initial skill strength R_k(0) = a_k(0) b_k(0) ≥ 0 (balanced init a_k(0) = b_k(0)).
+      p: training weight of the skill d_k/D ≥ 0 (P_s(k) for infinite data).
+      eta: learning rate η.
+
+    Returns:
+      R_k(T), the broadcast shape of the arguments.
+    """
+    S = as_float(S, "S")
+    check_positive(S, "S (target scale)")
+    check_positive(r0, "r0 (initial skill strength R_k(0))", strict=False)
+    check_positive(p, "p (skill weight d_k/D)", strict=False)
+    decay = jnp.exp(-2.0 * eta * p * S * t)
+    num = S * r0
+    den = r0 + (S - r0) * decay
+    # r0 = 0 is a fixed point of the flow (a = b = 0): R stays 0 (avoid 0/0 once decay underflows).
+    return jnp.where(r0 == 0, jnp.zeros_like(num * den), num / jnp.where(den == 0, 1.0, den))
+
+
+def skill_loss(R, S) -> jax.Array:
+    """Skill loss L_k = ½ (S − R_k)² of the multilinear model (T Eq 4.10)."""
+    return 0.5 * (S - R) ** 2
 
 
 def loss_curve(
@@ -257,15 +257,6 @@ def basis_function_limit(N, n_s: int, S) -> jax.Array:
     return jnp.where(k <= N, S, jnp.zeros_like(S))
 
 
-def _sample_loss(params, args):
-    """The raw empirical loss Eq B.3 on D samples: ½ mean_j (S g_j − Σ_k a_k b_k g_k(i_j, x_j))²."""
-    skill, sign, S = args
-    n = params["a"].shape[0]
-    G = jax.nn.one_hot(skill, n, dtype=sign.dtype) * sign[:, None]  # g_k(i_j, x_j), Eq 4.2
-    f = G @ (params["a"] * params["b"])
-    return 0.5 * jnp.mean((S * sign - f) ** 2)
-
-
 def verify(key: jax.Array, n_cases: int = 8) -> float:
     """Max |closed form − integrated raw flow| / S over random cases (used by ``lrrich verify``).
 
@@ -298,3 +289,12 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         R_cf = skill_strength(t[:, None], S, a0**2, p[None, :], eta)
         worst = max(worst, float(jnp.max(jnp.abs(R_flow - R_cf))) / S)
     return worst
+
+
+def _sample_loss(params, args):
+    """The raw empirical loss Eq B.3 on D samples: ½ mean_j (S g_j − Σ_k a_k b_k g_k(i_j, x_j))²."""
+    skill, sign, S = args
+    n = params["a"].shape[0]
+    G = jax.nn.one_hot(skill, n, dtype=sign.dtype) * sign[:, None]  # g_k(i_j, x_j), Eq 4.2
+    f = G @ (params["a"] * params["b"])
+    return 0.5 * jnp.mean((S * sign - f) ** 2)
