@@ -85,13 +85,15 @@ def solve(
 
     Args:
       c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (or a scalar / ``(1,)``, broadcast).
-      rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``.
+      rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``. A concrete
+        ρ_k < 0 raises ``ValueError``; a traced one (under ``jit``/``vmap``) gives NaN in that mode
+        rather than a mode growing as e^{η|ρ_k|t}.
       c_star: target coefficients ⟨e_k|f*⟩, shape ``(p,)`` (broadcastable).
       t: times t ≥ 0, any shape ``T``.
       eta: learning rate η > 0 (scalar, keyword-only, default 1).
 
     Returns:
-      :class:`ModeTrajectory` with ``coeff`` of shape ``T + (p,)``.
+      :class:`ModeTrajectory` with ``network_map`` (alias ``coeff``) of shape ``T + (p,)``.
     """
     rho, c0, c_star, t, lr = _checks.promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=eta)
     if rho.ndim != 1:
@@ -110,6 +112,7 @@ def solve(
     _checks.check_positive(t, "t", strict=False)
     _checks.check_positive(lr, "eta")
     x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
+    x = jnp.where(rho >= 0, x, jnp.nan)  # a traced ρ < 0 (a concrete one raised above)
     # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
     return ModeTrajectory(t=t, network_map=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
 
