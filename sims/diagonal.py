@@ -107,7 +107,8 @@ def solve(
       eta: learning rate η > 0 (scalar, keyword-only, default 1) of the flow on :func:`loss`.
 
     Returns:
-      :class:`DiagonalTrajectory` with ``a``, ``b``, ``u`` of shape ``T + (d,)``.
+      :class:`DiagonalTrajectory` with ``a``, ``b``, ``network_map`` (u = ab, alias ``u``) of
+      shape ``T + (d,)``.
     """
     a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=eta)
     if a0.ndim != 1:

@@ -81,7 +81,7 @@ def solve(
       eta: learning rate η > 0.
 
     Returns:
-      :class:`EmergenceTrajectory` with R of shape (T, N).
+      :class:`EmergenceTrajectory` with ``network_map`` (the R_k, alias ``R``) of shape (T, N).
     """
     t, p, r0, S = (as_float(v, n) for v, n in ((t, "t"), (p, "p"), (r0, "r0"), (S, "S")))
     if t.ndim != 1 or p.ndim != 1:

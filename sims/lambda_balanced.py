@@ -134,8 +134,8 @@ def solve(
       eta: learning rate η > 0 of the flow Ẇ = −η∇L (:func:`loss`).
 
     Returns:
-      :class:`Solution` (network map W₂W₁, blocks W₁ᵀW₁, W₂W₂ᵀ, Q up to rotation, λ, NTK kernel
-      distance from init, t), each with leading shape T.
+      :class:`Solution` (``network_map`` W₂W₁ (alias ``network``), blocks W₁ᵀW₁, W₂W₂ᵀ, Q up to
+      rotation, λ, NTK kernel distance from init, t), each with leading shape T.
 
     Raises:
       ValueError: shapes that don't match, non-finite inputs, t < 0, η ≤ 0, or an init that is

@@ -92,7 +92,8 @@ def solve(
       eta: () learning rate η > 0 of the flow on :func:`loss`.
 
     Returns:
-      :class:`Trajectory` with a, b (T + (p,)), θ, γ, mode sums (T) and γ₊, Σ₀, 𝒮₀ (scalars).
+      :class:`Trajectory` with a, b (T + (p,)), ``network_map`` θ (alias ``theta``), γ, mode sums
+      (T) and γ₊, Σ₀, 𝒮₀ (scalars).
 
     Raises:
       ValueError: mismatched shapes, Z ≤ 0, t < 0 or non-finite inputs.

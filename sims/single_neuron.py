@@ -100,8 +100,8 @@ def solve(
       eta_w: η_w > 0, learning rate of w (scalar, keyword; default 1).
 
     Returns:
-      :class:`Trajectory` with a (T), w (T + (d,)), mu (T), phi (T), beta (T + (d,)), delta (()),
-      t (T).
+      :class:`Trajectory` with a (T), w (T + (d,)), mu (T), phi (T), ``network_map`` β (alias
+      ``beta``, T + (d,)), delta (()), t (T).
 
     Example:
       >>> traj = solve(0.1, jnp.array([0.1, 0.0]), jnp.array([1.0, 1.0]), jnp.linspace(0, 10, 50))

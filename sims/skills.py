@@ -83,7 +83,8 @@ def solve(
         (default 0).
 
     Returns:
-      :class:`SkillTrajectory` with R of shape (T, N), in the dtype of the inputs.
+      :class:`SkillTrajectory` with ``network_map`` (the R_k, alias ``R``) of shape (T, N), in
+      the dtype of the inputs.
     """
     t = as_float(t, "t")
     p = as_float(p, "p")
