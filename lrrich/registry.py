@@ -15,6 +15,14 @@ An experiment module defines, at module level::
 
     def run(config: Config, run_dir: Path) -> dict: ...   # does the work, returns JSON-able results
     def plot(results: dict, run_dir: Path) -> list[Path]: ...   # optional; reads results only
+    def check(config: Config) -> None: ...   # optional; raise ValueError for a config that cannot run
+    def verdict(results: dict) -> str: ...   # optional; lines the CLI prints after the summary
+
+:meth:`Experiment.config` builds and checks a whole config before anything is written: every
+override is coerced to its field's type, NaN is refused, image-training configs
+(:class:`lrrich.experiments._image_runs.ImageTraining`) build and validate their
+``nets.TrainConfig``, a dataset that needs an extra that is not installed is refused, and the
+module's ``check`` runs. An error names the override the user typed (``--set epochs=-3: ...``).
 
 Modules in ``lrrich.experiments`` are discovered automatically; :func:`register` adds others
 (e.g. a user's own experiment module). ``run_experiment`` writes ``config.json``, ``results.json`` (atomically,
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
+import math
 import pkgutil
 import types
 import typing
@@ -46,14 +56,62 @@ class Experiment:
     scales: dict[str, Any] = field(default_factory=dict)
     paper: dict[str, Any] = field(default_factory=dict)
     module: str = ""
+    check: Callable[[Any], None] | None = None
+    verdict: Callable[[dict], str] | None = None
 
-    def config(self, scale: str = "small", overrides: dict[str, str] | None = None):
-        """The config at ``scale`` with ``key=value`` string overrides applied (types coerced)."""
+    def config(
+        self,
+        scale: str = "small",
+        overrides: dict[str, str] | None = None,
+        *,
+        flags: dict[str, str] | None = None,
+    ):
+        """The config at ``scale`` with ``key=value`` string overrides applied, checked whole.
+
+        Args:
+          scale: the preset name (a key of ``scales``).
+          overrides: ``{field: value}``; strings are coerced to the field's type.
+          flags: the command-line flag each override came from (``{"lr": "--grid"}``), for the
+            error messages; ``--set`` when absent.
+
+        Raises:
+          ValueError: an unknown scale or key, a value of the wrong type, NaN, or a config that
+            cannot run (see the module docstring); the message names the override responsible.
+          ImportError: the config needs an optional extra that is not installed.
+        """
         if scale not in self.scales:
             raise ValueError(
                 f"unknown scale {scale!r} for {self.name}; choose one of {sorted(self.scales)}"
             )
-        return apply_overrides(self.scales[scale], overrides or {})
+        overrides, flags = dict(overrides or {}), dict(flags or {})
+        base = self.scales[scale]
+        config = apply_overrides(base, overrides, flags=flags)
+        error = self._problem(config)
+        if error is None:
+            return config
+        # Name what the user typed: the one override that breaks a sound preset, else the preset.
+        base_error = self._problem(base)
+        source = ", ".join(f"{flags.get(k, '--set')} {k}={v}" for k, v in overrides.items())
+        if base_error is not None and str(base_error) == str(error):
+            source = f"--scale {scale}"
+        elif base_error is None:
+            for key, value in overrides.items():
+                if self._problem(apply_overrides(base, {key: value})):
+                    source = f"{flags.get(key, '--set')} {key}={value}"
+                    break
+        if isinstance(error, ImportError):
+            raise ImportError(f"{source}: {error}", name=error.name) from None
+        raise ValueError(f"{source}: {error}") from None
+
+    def _problem(self, config) -> ValueError | ImportError | None:
+        """The error of :func:`check_config` and the module's ``check``, if any."""
+        try:
+            check_config(config)
+            if self.check is not None:
+                self.check(config)
+        except (ValueError, ImportError) as err:
+            return err
+        return None
 
 
 class UnknownExperimentError(KeyError):
@@ -80,6 +138,8 @@ def _from_module(mod: types.ModuleType) -> Experiment:
         scales=scales,
         paper=dict(getattr(mod, "PAPER", {})),
         module=mod.__name__,
+        check=getattr(mod, "check", None),
+        verdict=getattr(mod, "verdict", None),
     )
 
 
@@ -125,7 +185,7 @@ def get(name: str) -> Experiment:
     return reg[name]
 
 
-def _coerce(value: str, typ: Any, key: str):
+def _coerce(value: str, typ: Any, key: str, flag: str = "--set"):
     origin = typing.get_origin(typ)
     if typ is bool:
         low = value.lower()
@@ -133,37 +193,82 @@ def _coerce(value: str, typ: Any, key: str):
             return True
         if low in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"--set {key}: expected a boolean, got {value!r}")
+        raise ValueError(f"{flag} {key}: expected a boolean, got {value!r}")
     if typ in (int, float, str):
         try:
             return typ(value)
         except ValueError:
-            raise ValueError(f"--set {key}: expected {typ.__name__}, got {value!r}") from None
+            raise ValueError(f"{flag} {key}: expected {typ.__name__}, got {value!r}") from None
     if origin in (tuple, list):
         inner = typing.get_args(typ)
         parts = [p for p in value.replace(";", ",").split(",") if p != ""]
         elem = inner[0] if inner else str
-        return origin(_coerce(p, elem, key) for p in parts)
+        return origin(_coerce(p, elem, key, flag) for p in parts)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(typ) if a is not type(None)]
         if value.lower() == "none":
             return None
-        return _coerce(value, inner[0], key)
+        return _coerce(value, inner[0], key, flag)
     if origin is typing.Literal:
         choices = typing.get_args(typ)
         if value not in choices:
-            raise ValueError(f"--set {key}: choose one of {list(choices)}, got {value!r}")
+            raise ValueError(f"{flag} {key}: choose one of {list(choices)}, got {value!r}")
         return value
     return value
 
 
-def apply_overrides(config, overrides: dict[str, str]):
-    """Return ``config`` with string ``overrides`` coerced to the dataclass field types."""
+def apply_overrides(config, overrides: dict[str, str], *, flags: dict[str, str] | None = None):
+    """Return ``config`` with string ``overrides`` coerced to the dataclass field types.
+
+    Args:
+      config: a config dataclass instance.
+      overrides: ``{field: value}``; string values are coerced to the field's type.
+      flags: the command-line flag of each key (``--set`` or ``--grid``) for error messages.
+    """
     hints = typing.get_type_hints(type(config))
     valid = [f.name for f in dataclasses.fields(config)]
+    flags = flags or {}
     changes = {}
     for key, value in overrides.items():
         if key not in valid:
             raise ValueError(f"unknown config key {key!r}; valid: {', '.join(valid)}")
-        changes[key] = value if not isinstance(value, str) else _coerce(value, hints[key], key)
-    return dataclasses.replace(config, **changes)
+        if isinstance(value, str):
+            value = _coerce(value, hints[key], key, flags.get(key, "--set"))
+        changes[key] = value
+    try:
+        return dataclasses.replace(config, **changes)
+    except ValueError as err:  # the config's own __post_init__ check: name what was typed
+        typed = ", ".join(f"{flags.get(k, '--set')} {k}={overrides[k]}" for k in changes)
+        raise ValueError(f"{typed}: {err}" if typed else str(err)) from None
+
+
+# Datasets read through tensorflow-datasets (the ``[data]`` extra); the rest ship offline.
+_TFDS_DATASETS = ("mnist", "cifar10", "cifar100")
+
+
+def check_config(config) -> None:
+    """The checks every config gets before a run writes anything (module docstring).
+
+    Raises:
+      ValueError: a NaN field, or an image-training config whose ``nets.TrainConfig`` is invalid.
+      ImportError: a TFDS dataset without tensorflow-datasets installed (the ``[data]`` extra).
+    """
+    for f in dataclasses.fields(config):
+        values = getattr(config, f.name)
+        for v in values if isinstance(values, tuple | list) else (values,):
+            if isinstance(v, float) and math.isnan(v):
+                raise ValueError(f"{f.name} must be a number, got nan")
+    dataset = getattr(config, "dataset", None)
+    if dataset in _TFDS_DATASETS and importlib.util.find_spec("tensorflow_datasets") is None:
+        raise ImportError(
+            f"dataset {dataset!r} needs tensorflow-datasets: pip install 'lrrich[data]' "
+            "(or choose dataset=mnist5k, shipped offline)",
+            name="tensorflow_datasets",
+        )
+    from lrrich.experiments import _image_runs
+
+    if isinstance(config, _image_runs.ImageTraining):
+        if config.n_train is not None and config.n_train < 1:
+            raise ValueError(f"n_train must be ≥ 1 (or none: all), got {config.n_train}")
+        n_train = config.n_train if config.n_train is not None else max(config.batch_size, 1)
+        _image_runs.train_config(config, n_train).validate()
