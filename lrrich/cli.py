@@ -31,10 +31,18 @@ def _print_summary(results: dict) -> None:
 
 
 def _cmd_list(args) -> int:
-    from lrrich.registry import discover
+    from lrrich.registry import PAPERS, SMALL_RUNTIMES, discover, paper_keys
 
+    print(f"{'name':<22s} {'runtime':>11s}  reproduces")
     for name, exp in sorted(discover().items()):
-        print(f"{name:<28s} {exp.description}")
+        print(f"{name:<22s} {SMALL_RUNTIMES.get(name, '?'):>11s}  {exp.description}")
+        for key in paper_keys(exp.description):
+            print(f"{'':<36s}{key} = {PAPERS[key]}")
+    print(
+        "\nruntime: `lrrich run NAME` at the default small scale, wall time on an idle 2-core "
+        "CPU (CPU: CPU time, measured under load); `--scale paper` is the paper's setting for "
+        "an accelerator. Details: docs/experiments.md"
+    )
     return 0
 
 

@@ -36,6 +36,7 @@ import importlib
 import importlib.util
 import math
 import pkgutil
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -168,6 +169,57 @@ def register(experiment: Experiment | types.ModuleType) -> Experiment:
     discover()
     _REGISTRY[exp.name] = exp
     return exp
+
+
+PAPERS = {
+    "D": 'the D_LR paper, "Disentangling Rich Dynamics from Feature Learning"',
+    "S": "the D_LR paper's ICLR 2026 summary (the headline tables)",
+    "T": "Y. Nam's thesis",
+    "K": 'Kunin et al. 2024, "Get rich quick"',
+    "P": 'the position paper "Solve layerwise linear models first"',
+}
+"""The papers an experiment reproduces, by the one-letter key its description starts with."""
+
+# The other spellings some descriptions use for the same papers.
+_PAPER_ALIASES = {
+    "seed 000": "D",
+    "seed 001": "S",
+    "Kunin et al.": "K",
+    "Position paper": "P",
+    "position paper": "P",
+}
+
+SMALL_RUNTIMES = {
+    "demo": "18 s",
+    "kunin-single-neuron": "15 s",
+    "lambda-balanced": "21 s",
+    "teacher-student": "19 s CPU",
+    "scaling-laws": "38 s",
+    "encoded-labels": "35 s",
+    "target-downscaling": "25 s",
+    "wd-tiny-lr": "32 s",
+    "grokking-transformer": "5.7 min",
+    "grokking-mlp": "7.0 min CPU",
+    "kunin-grokking": "2.3 min CPU",
+    "emergence": "4.9 min",
+    "label-shuffling": "1.8 min CPU",
+    "vgg-batchnorm": "55 s",
+    "resnet-lr": "9.4 min",
+    "mf-regime": "5.4 min",
+    "learning-curve": "2.6 min CPU",
+}
+"""Wall time of ``lrrich run NAME`` at the small scale on the idle 2-core development CPU, as
+measured in docs/experiments.md; "CPU" marks a CPU time, given where only a wall time under heavy
+load was measured (the better guide to the idle wall time)."""
+
+
+def paper_keys(description: str) -> list[str]:
+    """The keys of :data:`PAPERS` that ``description`` cites (``"K Fig 3-4: ..."`` → ``["K"]``)."""
+    text = description
+    for alias, key in _PAPER_ALIASES.items():
+        text = text.replace(alias, key)
+    found = re.findall(r"(?:^|[\s/(])([DSTKP])(?=\s*(?:Fig|Table|Eq|Thm|App|§|/|:))", text)
+    return list(dict.fromkeys(found))
 
 
 def names() -> list[str]:
