@@ -61,6 +61,8 @@ def _cmd_run(args) -> int:
         print(f"report: {run_dir / 'report.md'}")
         return 1
     _print_summary(results)
+    if exp.verdict is not None:
+        print(exp.verdict(results))
     print(f"report: {run_dir / 'report.md'}")
     return 0
 
