@@ -51,7 +51,7 @@ def _cmd_run(args) -> int:
     from lrrich.runner import default_run_dir, run_experiment
 
     exp = get(args.name)
-    config = exp.config(args.scale, _parse_sets(args.set))
+    config = exp.config(args.scale, _parse_sets(args.set), runnable=True)
     run_dir = Path(args.out) if args.out else default_run_dir(exp.name)
     args.folder = run_dir
     _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")

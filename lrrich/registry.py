@@ -66,6 +66,7 @@ class Experiment:
         overrides: dict[str, str] | None = None,
         *,
         flags: dict[str, str] | None = None,
+        runnable: bool = False,
     ):
         """The config at ``scale`` with ``key=value`` string overrides applied, checked whole.
 
@@ -74,11 +75,15 @@ class Experiment:
           overrides: ``{field: value}``; strings are coerced to the field's type.
           flags: the command-line flag each override came from (``{"lr": "--grid"}``), for the
             error messages; ``--set`` when absent.
+          runnable: also require the optional extras the config needs to run here (what ``lrrich
+            run`` / ``sweep`` ask before writing); off, a paper-scale config can be inspected
+            on a machine without them.
 
         Raises:
           ValueError: an unknown scale or key, a value of the wrong type, NaN, or a config that
             cannot run (see the module docstring); the message names the override responsible.
-          ImportError: the config needs an optional extra that is not installed.
+          ImportError: with ``runnable``, the config needs an optional extra that is not
+            installed.
         """
         if scale not in self.scales:
             raise ValueError(
@@ -87,27 +92,30 @@ class Experiment:
         overrides, flags = dict(overrides or {}), dict(flags or {})
         base = self.scales[scale]
         config = apply_overrides(base, overrides, flags=flags)
-        error = self._problem(config)
+        error = self._problem(config, runnable)
         if error is None:
             return config
         # Name what the user typed: the one override that breaks a sound preset, else the preset.
-        base_error = self._problem(base)
+        base_error = self._problem(base, runnable)
         source = ", ".join(f"{flags.get(k, '--set')} {k}={v}" for k, v in overrides.items())
         if base_error is not None and str(base_error) == str(error):
             source = f"--scale {scale}"
         elif base_error is None:
             for key, value in overrides.items():
-                if self._problem(apply_overrides(base, {key: value})):
+                if self._problem(apply_overrides(base, {key: value}), runnable):
                     source = f"{flags.get(key, '--set')} {key}={value}"
                     break
         if isinstance(error, ImportError):
             raise ImportError(f"{source}: {error}", name=error.name) from None
         raise ValueError(f"{source}: {error}") from None
 
-    def _problem(self, config) -> ValueError | ImportError | None:
-        """The error of :func:`check_config` and the module's ``check``, if any."""
+    def _problem(self, config, runnable: bool) -> ValueError | ImportError | None:
+        """The error of :func:`check_config` (and :func:`check_extras`) and the module's
+        ``check``, if any."""
         try:
             check_config(config)
+            if runnable:
+                check_extras(config)
             if self.check is not None:
                 self.check(config)
         except (ValueError, ImportError) as err:
@@ -303,20 +311,12 @@ def check_config(config) -> None:
 
     Raises:
       ValueError: a NaN field, or an image-training config whose ``nets.TrainConfig`` is invalid.
-      ImportError: a TFDS dataset without tensorflow-datasets installed (the ``[data]`` extra).
     """
     for f in dataclasses.fields(config):
         values = getattr(config, f.name)
         for v in values if isinstance(values, tuple | list) else (values,):
             if isinstance(v, float) and math.isnan(v):
                 raise ValueError(f"{f.name} must be a number, got nan")
-    dataset = getattr(config, "dataset", None)
-    if dataset in _TFDS_DATASETS and importlib.util.find_spec("tensorflow_datasets") is None:
-        raise ImportError(
-            f"dataset {dataset!r} needs tensorflow-datasets: pip install 'lrrich[data]' "
-            "(or choose dataset=mnist5k, shipped offline)",
-            name="tensorflow_datasets",
-        )
     from lrrich.experiments import _image_runs
 
     if isinstance(config, _image_runs.ImageTraining):
@@ -324,3 +324,19 @@ def check_config(config) -> None:
             raise ValueError(f"n_train must be ≥ 1 (or none: all), got {config.n_train}")
         n_train = config.n_train if config.n_train is not None else max(config.batch_size, 1)
         _image_runs.train_config(config, n_train).validate()
+
+
+def check_extras(config) -> None:
+    """Refuse a config that needs an optional extra this environment lacks.
+
+    Raises:
+      ImportError: a TFDS dataset (``mnist``, ``cifar10``, ``cifar100``) without
+        tensorflow-datasets installed (the ``[data]`` extra).
+    """
+    dataset = getattr(config, "dataset", None)
+    if dataset in _TFDS_DATASETS and importlib.util.find_spec("tensorflow_datasets") is None:
+        raise ImportError(
+            f"dataset {dataset!r} needs tensorflow-datasets: pip install 'lrrich[data]' "
+            "(or choose dataset=mnist5k, shipped offline)",
+            name="tensorflow_datasets",
+        )

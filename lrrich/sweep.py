@@ -288,7 +288,7 @@ def run_sweep(
     overrides = [{**fixed, **p} for p in points]
     flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
     # Every point's whole config is built and checked before anything is written or run.
-    configs = [exp.config(scale, o, flags=flags) for o in overrides]
+    configs = [exp.config(scale, o, flags=flags, runnable=True) for o in overrides]
     if len(points) > max_runs and not yes:
         raise ValueError(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"

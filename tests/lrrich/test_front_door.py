@@ -160,3 +160,15 @@ def test_list_spells_out_paper_keys_and_states_small_runtimes(tmp_path):
 )
 def test_paper_keys_are_read_from_the_description(description, keys):
     assert registry.paper_keys(description) == keys
+
+
+def test_run_experiment_checks_the_config_before_writing(tmp_path):
+    """The Python entry point refuses a config that cannot run before it creates the folder."""
+    import dataclasses
+
+    bad = dataclasses.replace(registry.get("toy").config("small"), scale=float("nan"))
+    with pytest.raises(ValueError, match="scale must be a number, got nan"):
+        run_experiment("toy", bad, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ValueError, match=r"^--set scale=nan: scale must be a number"):
+        registry.get("toy").config("small", {"scale": "nan"})
