@@ -82,7 +82,8 @@ for name, model in models.items():
 
 # %%
 d_eff = {name: float(d.d_eff_rho_adjusted) for name, d in decomps.items()}
-print(f"C = 10 classes; D_eff(ρ): rich {d_eff['rich']:.1f} < lazy {d_eff['lazy']:.1f}")
+order = "<" if d_eff["rich"] < d_eff["lazy"] else "≥"
+print(f"C = 10 classes; D_eff(ρ): rich {d_eff['rich']:.1f} {order} lazy {d_eff['lazy']:.1f}")
 
 # %% [markdown]
 # The rich network's features concentrate on fewer directions than the lazy one's: smaller D_LR

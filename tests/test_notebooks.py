@@ -43,3 +43,7 @@ def test_the_readme_notebook_command_runs_every_notebook(tmp_path):
         outputs = [o for c in nb.cells for o in c.get("outputs", [])]
         assert outputs, f"{path.name} kept no outputs"
         assert not [o for o in outputs if o.get("output_type") == "error"], path.name
+    # Notebook 02's text says the rich network has the smaller effective dimension: it prints so.
+    nb = nbformat.read(tmp_path / "notebooks" / "02_dlr_feature_decomposition.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert re.search(r"C = 10 classes; D_eff\(ρ\): rich [\d.]+ < lazy [\d.]+", printed), printed

@@ -128,3 +128,10 @@ def test_local_submitit_is_the_explicit_local_array(tmp_path, monkeypatch):
     assert [p["status"] for p in out["points"]] == ["finished"]
     assert io.read_json(tmp_path / "s" / "logs" / JOBS)["cluster"] == "local"
     assert not any("%" in p.name for p in (tmp_path / "s").rglob("*"))
+
+
+def test_without_submitit_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'lrrich\[slurm\]'"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path / "s", executor="local-submitit")
+    assert not (tmp_path / "s").exists()

@@ -91,10 +91,13 @@ def test_kunin_single_neuron_figures_label_themselves(tmp_path, figures):
     _check(figures, {"fig3_mu_phi_S.png", "fig4_beta_implicit_bias.png"})
 
 
-def test_demo_figures_label_themselves(tmp_path, figures):
+def test_demo_figures_label_themselves(tmp_path, figures, caplog):
     exp = registry.get("demo")
     tiny = {"epochs": "1", "n_train": "256", "width": "16", "eval_size": "64", "n_times": "20"}
-    res = run_experiment(exp, exp.config("small", tiny), tmp_path)
+    with caplog.at_level("INFO", logger="lrrich"):
+        res = run_experiment(exp, exp.config("small", tiny), tmp_path)
+    phases = [r.getMessage()[:10] for r in caplog.records if r.name == "lrrich.experiments.demo"]
+    assert phases == ["demo [1/3]", "demo [2/3]", "demo [3/3]"]  # a progress line per phase
     _check(figures, {"modes.png", "rich_vs_lazy.png"})
     # the curves use a subset of the test set, the summary all of it: the legend says which
     legend = [t.get_text() for t in dict(figures)["rich_vs_lazy.png"].axes[0].get_legend().texts]

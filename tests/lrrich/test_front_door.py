@@ -172,3 +172,14 @@ def test_run_experiment_checks_the_config_before_writing(tmp_path):
     assert not (tmp_path / "r").exists()
     with pytest.raises(ValueError, match=r"^--set scale=nan: scale must be a number"):
         registry.get("toy").config("small", {"scale": "nan"})
+
+
+def test_cli_run_prints_the_experiments_verdict_after_the_summary(tmp_path, capsys, monkeypatch):
+    exp = registry.get("toy")
+    verdict = lambda results: f"verdict:\n  y = {results['summary']['y']:g}"
+    monkeypatch.setitem(
+        registry._REGISTRY, "toy", registry.Experiment(**{**exp.__dict__, "verdict": verdict})
+    )
+    assert cli.main(["run", "toy", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict:\n  y = 0.5\nreport: " in out

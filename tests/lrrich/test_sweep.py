@@ -303,3 +303,9 @@ def test_the_terminal_table_is_plain_text(tmp_path):
     assert set(lines[header + 1]) <= {"-", " "}
     assert lines[header + 2].split()[:4] == ["1", "2", "0.5", "±"]  # half_y: mean of 0.25 and 0.75
     assert "|" not in text and "![" not in text and "#" not in text
+
+
+def test_a_fixed_override_that_cannot_run_stops_the_sweep_before_any_point(tmp_path):
+    with pytest.raises(ValueError, match=r"^--set epochs=-3: need batch_size ≥ 1, epochs ≥ 0"):
+        run_sweep("demo", {"lr": ["0.1", "0.2"]}, tmp_path / "s", fixed={"epochs": "-3"})
+    assert not (tmp_path / "s").exists()
