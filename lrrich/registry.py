@@ -21,8 +21,9 @@ An experiment module defines, at module level::
 :meth:`Experiment.config` builds and checks a whole config before anything is written: every
 override is coerced to its field's type, NaN is refused, image-training configs
 (:class:`lrrich.experiments._image_runs.ImageTraining`) build and validate their
-``nets.TrainConfig``, a dataset that needs an extra that is not installed is refused, and the
-module's ``check`` runs. An error names the override the user typed (``--set epochs=-3: ...``).
+``nets.TrainConfig``, the module's ``check`` runs, and (with ``runnable=True``, as ``lrrich run``
+and ``sweep`` ask) a dataset that needs an extra that is not installed is refused. An error names
+what the user typed (``--set epochs=-3: ...``, ``--grid lr: ...``, ``--scale paper: ...``).
 
 Modules in ``lrrich.experiments`` are discovered automatically; :func:`register` adds others
 (e.g. a user's own experiment module). ``run_experiment`` writes ``config.json``, ``results.json`` (atomically,
