@@ -455,7 +455,6 @@ def test_grad_of_every_result_field_at_a_balanced_init_equals_finite_differences
 
     names = _float_fields(result(x0))
 
-    @jax.jit
     def sums(x):  # one weighted sum per field; the cosine weights keep entries from cancelling
         out = result(x)
         return jnp.stack(
@@ -465,7 +464,7 @@ def test_grad_of_every_result_field_at_a_balanced_init_equals_finite_differences
             ]
         )
 
-    g = np.asarray(jax.jit(jax.jacrev(sums))(x0))  # (fields, 3)
+    g = np.asarray(jax.jacrev(sums)(x0))  # (fields, 3)
     # Fourth-order central differences (8[f(x ± h)] − [f(x ± 2h)])/12h: the skill models' small
     # init scales (0.01) curve fast enough that the second-order one is off by 1e-6.
     h = 1e-5
