@@ -39,7 +39,7 @@ TOL = {
     "same_dlr": dict(rtol=1e-5),
     # traced schedule factor × η vs optax's schedules: one float32 rounding each
     "schedule": dict(rtol=1e-6, atol=1e-9),
-    # nets.compiler's CPU options vs plain jax.jit: other convolution/reduction kernels, i.e.
+    # nets.xla_cpu's CPU options vs plain jax.jit: other convolution/reduction kernels, i.e.
     # reassociated float32 sums of ≤ 400 terms per output (~400·ε32 ≈ 5e-5 relative worst case,
     # ~1e-6 typical), through 5 SGD steps of LeNet-5
     "compiler_options": dict(rtol=1e-4, atol=1e-6),
@@ -148,6 +148,23 @@ def test_train_many_refuses_runs_that_need_another_program(small):
         train_many([_mlp(0), _mlp(1, (8,))], small, [cfgs[0]] * 2, keys)
     with pytest.raises(ValueError, match="same length"):
         train_many([_mlp(0)], small, cfgs, keys)
+
+
+@pytest.mark.parametrize("other", [dict(epochs=2), dict(steps=7), dict(epochs=2, steps=5)], ids=str)
+def test_train_many_refuses_runs_of_another_length(small, other):
+    """Runs of other lengths cannot share a program: a ValueError naming the lengths."""
+    base = TrainConfig(lr=0.05, batch_size=64, epochs=5)
+    cfgs = [base, dataclasses.replace(base, **other)]
+    with pytest.raises(ValueError, match="configs\\[1\\] trains .* steps"):
+        train_many([_mlp(0), _mlp(1)], small, cfgs, [jax.random.key(0)] * 2, metrics={})
+
+
+def test_train_many_accepts_one_length_spelled_two_ways(small):
+    """epochs=2 and steps=12 (6 steps per epoch) are the same run length."""
+    base = TrainConfig(lr=0.05, batch_size=64, epochs=2)
+    cfgs = [base, dataclasses.replace(base, steps=12)]
+    _, hists = train_many([_mlp(0), _mlp(1)], small, cfgs, [jax.random.key(0)] * 2, metrics={})
+    assert [h.steps for h in hists] == [12, 12] and hists[1].final["step"] == 12
 
 
 def test_divergence_carries_step_and_loss_and_spares_other_runs(small):
