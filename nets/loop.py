@@ -599,7 +599,12 @@ def fit(
                 runs.state = jax.device_put(runs.state, replicated)
     logs = [JsonlLog(d / "metrics.jsonl", start) if d is not None else None for d in run_dirs]
     histories = [
-        History(records=log.records() if log else [], steps=total, resumed_from=start or None)
+        History(
+            log.records() if log else [],
+            steps=total,
+            resumed_from=start or None,
+            runs_in_program=runs.size,
+        )
         for log in logs
     ]
     logger = _logger(runs, data, histories, logs, eval_size=eval_size, metrics=metrics,
