@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -298,6 +299,34 @@ def step(
     return TrainState(state.step + 1, trainable, rest, opt_state), loss
 
 
+def run_batches(
+    program: Program,
+    state: TrainState,
+    batch_of: Callable[[jax.Array, Any], Batch],
+    xs: Any,
+    hp: HParams,
+) -> tuple[TrainState, jax.Array]:
+    """``len(xs)`` steps as one ``lax.scan``: step j trains on ``batch_of(state.step, xs[j])``.
+
+    The one on-device loop of training steps: :func:`run` gathers minibatches from a training set
+    on device; a caller that draws its data on device (e.g. fresh samples of a task every step)
+    passes its own ``batch_of``.
+
+    Args:
+      program: the static half; state: :class:`TrainState`; batch_of: ``(step, x) -> Batch``,
+        traceable; xs: a pytree of arrays with a leading axis L (one slice per step);
+      hp: :class:`~nets.config.HParams`.
+
+    Returns:
+      (state after L steps, (L,) minibatch losses).
+    """
+
+    def body(st, x):
+        return step(program, st, batch_of(st.step, x), hp)
+
+    return jax.lax.scan(body, state, xs)
+
+
 def run(
     program: Program,
     state: TrainState,
@@ -318,11 +347,10 @@ def run(
       (state after L steps, (L,) minibatch losses).
     """
 
-    def body(st, i):
-        batch = Batch(x[i], y[i], jax.random.fold_in(aug_key, st.step))
-        return step(program, st, batch, hp)
+    def batch_of(step_count, i):
+        return Batch(x[i], y[i], jax.random.fold_in(aug_key, step_count))
 
-    return jax.lax.scan(body, state, idx)
+    return run_batches(program, state, batch_of, idx, hp)
 
 
 def forward(
