@@ -91,7 +91,7 @@ class Program:
 
     def __hash__(self) -> int:
         # Every call of a jitted function hashes its static arguments; hashing the two graphdefs
-        # costs 50–100 µs, 5–10 % of a small MLP's step, so the (immutable) hash is kept.
+        # is a noticeable share of a small MLP's step (benchmarks/bench_training.py): keep it.
         cached = self.__dict__.get("_hash")
         if cached is None:
             cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))

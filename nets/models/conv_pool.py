@@ -116,8 +116,8 @@ def conv_pool(
       act: elementwise activation between the convolution and the pooling (``None``: identity).
       monotone: ``act`` is nondecreasing (ReLU, tanh, sigmoid, GELU is *not*). Max pooling then
         commutes with it and with the bias, max_w act(z_w + β) = act(max_w z_w + β), so both are
-        applied to the pooled output: the same values with b² times fewer evaluations (the
-        LeNet-5 step 24.5 → 21.4 ms). Ignored for average pooling.
+        applied to the pooled output: the same values with b² times fewer evaluations
+        (benchmarks/bench_zoo.py). Ignored for average pooling.
 
     Returns:
       (n, ⌊H_o/b⌋, ⌊W_o/b⌋, O), H_o × W_o the convolution's output size.

@@ -11,7 +11,7 @@ from nets.data import LOADERS, load, load_npz
 
 def test_modular_division_is_true_division():
     d = load("modular_division", p=97, train_fraction=0.5)
-    assert len(d.x_train) == 4656 and len(d.x_test) == 4656  # seed 000 App. F
+    assert len(d.x_train) == 4656 and len(d.x_test) == 4656  # D App. F
     x = np.concatenate([d.x_train, d.x_test])
     y = np.concatenate([d.y_train, d.y_test])
     a, op, b, eq = x.T
