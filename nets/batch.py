@@ -5,9 +5,10 @@ A sweep runs each point's unchanged experiment code in its own thread inside
 (:func:`nets.loop.route_train_calls`). Every call then waits until each live thread has either
 called ``train`` or left the batcher; the waiting calls are grouped — same data, model structure,
 static config, run length, logging and metrics — and each group of two or more runs as one
-stacked :func:`nets.loop.fit`; the rest run alone as usual. Each call returns (or raises, e.g.
-:class:`nets.TrainingDiverged`) what its own ``train`` would, and writes ``run_dir/metrics.jsonl``
-the same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
+stacked :func:`nets.loop.fit` whose runs step one after another inside one program
+(``vectorize=False``); the rest run alone as usual. Each call returns (or raises, e.g.
+:class:`nets.TrainingDiverged`) exactly — bitwise — what its own ``train`` would, and writes
+``run_dir/metrics.jsonl`` the same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
 
 Failure modes (tests/nets/test_batch.py):
 
@@ -119,7 +120,9 @@ class TrainBatcher:
             if any(c.kwargs.get(k) for k in _ALONE_KWARGS):
                 groups[("alone", i)] = [c]
                 continue
-            key_data = self._fingerprints.setdefault(id(c.data), _fingerprint(c.data))
+            if id(c.data) not in self._fingerprints:  # hash each dataset object once
+                self._fingerprints[id(c.data)] = _fingerprint(c.data)
+            key_data = self._fingerprints[id(c.data)]
             key = (
                 key_data,
                 nnx.graphdef(c.model),
@@ -146,12 +149,13 @@ class TrainBatcher:
                 c.done = True
             return
         kw = group[0].kwargs
-        try:
+        try:  # vectorize=False: each run bitwise its own train, however the sweep ran it
             models, hists = fit(
                 [c.model for c in group], group[0].data, [c.config for c in group],
                 [c.kwargs["key"] for c in group], stacked=True, log_every=kw["log_every"],
                 eval_size=kw["eval_size"], metrics=kw["metrics"],
                 metric_splits=kw["metric_splits"], run_dirs=[c.kwargs["run_dir"] for c in group],
+                vectorize=False,
             )  # fmt: skip
         except Exception as e:
             for c in group:

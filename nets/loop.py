@@ -61,6 +61,7 @@ from nets.step import (
     forward,
     learning_rate,
     learning_rate_jit,
+    run_each,
     run_jit,
     run_many,
 )
@@ -210,8 +211,10 @@ class Runs:
       program: the shared static half; state, hp: the :class:`TrainState` and
         :class:`~nets.config.HParams`, stacked along a leading axis R when ``stacked``;
       data_keys, aug_keys: the data-order and augmentation keys, (R,) when stacked;
-      configs: the R configs; stacked: vmapped runs (else one run, possibly sharded);
-      idx_sharding: how one run's minibatch indices are sharded over a device mesh, or None.
+      configs: the R configs; stacked: R runs in one program (else one run, possibly sharded);
+      idx_sharding: how one run's minibatch indices are sharded over a device mesh, or None;
+      vectorize: stacked runs train as a ``jax.vmap`` of the step (:func:`nets.step.run_many`),
+        else one after another in the program (:func:`nets.step.run_each`, bitwise = train).
     """
 
     program: Program
@@ -222,6 +225,7 @@ class Runs:
     configs: tuple[TrainConfig, ...]
     stacked: bool
     idx_sharding: jax.sharding.NamedSharding | None = None
+    vectorize: bool = True
 
     @property
     def size(self) -> int:
@@ -237,9 +241,8 @@ class Runs:
         """``length`` steps from position ``j`` of the epoch; returns the (R, length) losses."""
         if self.stacked:
             idx = perm[:, j : j + length]
-            self.state, losses = run_many(
-                self.program, self.state, x, y, idx, self.aug_keys, self.hp
-            )
+            steps = run_many if self.vectorize else run_each
+            self.state, losses = steps(self.program, self.state, x, y, idx, self.aug_keys, self.hp)
             return losses
         idx = perm[j : j + length]
         if self.idx_sharding is not None:
@@ -550,6 +553,7 @@ def fit(
     resume: bool = False,
     mesh: jax.sharding.Mesh | None = None,
     progress: bool = False,
+    vectorize: bool = True,
 ) -> tuple[list[nnx.Module], list[History]]:
     """Train R runs of one program with one loop (the engine of :func:`train` and ``train_many``).
 
@@ -562,6 +566,9 @@ def fit(
       run_dirs: per run, a folder for ``metrics.jsonl`` (and, with one run, ``checkpoints/``).
       checkpoint_every, resume: as :func:`train`; one run only.
       mesh: shard the minibatches of one unstacked run over this 1-D ``('data',)`` mesh.
+      vectorize: stacked runs step as one ``jax.vmap`` (batched GEMMs; float32 sums reordered,
+        so run i equals its own :func:`train` to round-off only); False: one after another in
+        the same program (``lax.map``): run i equals its own :func:`train` bitwise.
 
     Returns:
       (R trained models in eval mode, R :class:`History`; times are each run's share, 1/R, of
@@ -579,6 +586,7 @@ def fit(
     if (checkpoint_every or resume) and (len(models) > 1 or run_dirs[0] is None):
         raise ValueError("checkpoint_every/resume need one run and a run_dir")
     runs, spe = _build_runs(models, data, configs, keys, stacked=stacked, mesh=mesh)
+    runs.vectorize = vectorize
     total = runs.program.total_steps
     log_every = int(default_log_every(spe, total) if log_every is None else log_every)
     if log_every < 1:

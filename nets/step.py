@@ -370,6 +370,20 @@ run_many = xla_cpu.program_jit(
 )
 
 
+def _run_each(program, states, x, y, idx, aug_keys, hps):
+    def one(args):
+        state, i, key, hp = args
+        return run(program, state, x, y, i, key, hp)
+
+    return jax.lax.map(one, (states, idx, aug_keys, hps))
+
+
+#: :func:`run` of R stacked runs one after another inside one program (``lax.map``): each run's
+#: arithmetic is exactly its own ``run_jit``'s (bitwise; ``vmap`` reorders float32 sums), at the
+#: cost of unbatched GEMMs (faster than ``run_many`` for wide layers on XLA:CPU, slower for tiny ones).
+run_each = xla_cpu.program_jit(_run_each, static_argnums=0, donate_argnums=1)
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))
 def epoch_order(key: jax.Array, n: int, steps_per_epoch: int, batch: int) -> jax.Array:
     """(spe, B) int32 minibatch indices of one epoch: the first spe·B of a permutation of n."""

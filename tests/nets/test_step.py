@@ -139,6 +139,21 @@ def test_train_many_equals_sequential_train_per_run(small):
     assert not np.allclose(_leaves(models[0])[0], _leaves(models[1])[0])
 
 
+def test_train_many_unvectorized_equals_train_bitwise(small):
+    """vectorize=False steps the runs one after another in one program: train's exact values."""
+    base = TrainConfig(lr=0.05, optimizer="adam", batch_size=64, epochs=2, weight_decay=1e-4)
+    configs = [dataclasses.replace(base, lr=lr) for lr in (0.02, 0.1)]
+    keys = [jax.random.key(10), jax.random.key(11)]
+    kw = dict(log_every=6, eval_size=100)
+    models, hists = train_many([_mlp(0), _mlp(1)], small, configs, keys, vectorize=False, **kw)
+    for i in range(2):
+        ref, ref_hist = train(_mlp(i), small, configs[i], key=keys[i], progress=False, **kw)
+        for a, b in zip(_leaves(ref), _leaves(models[i]), strict=True):
+            np.testing.assert_array_equal(b, a)
+        for key in ("loss", "test_loss", "train_acc", "dlr_test", "dlr_train", "lr"):
+            np.testing.assert_array_equal(hists[i].column(key), ref_hist.column(key))
+
+
 def test_train_many_refuses_runs_that_need_another_program(small):
     cfgs = [TrainConfig(epochs=1, batch_size=64), TrainConfig(epochs=1, batch_size=32)]
     keys = [jax.random.key(0)] * 2
