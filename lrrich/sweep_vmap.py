@@ -7,7 +7,9 @@ its own thread under one :class:`nets.batch.TrainBatcher`: the runner hands ever
 program (same data, model structure, static config and run length — points differing in seed,
 learning rate, momentum, weight decay, target / input / output scale, weight scale or layer
 balance) are trained together as one stacked :func:`nets.loop.fit` (one compilation, one dispatch
-per chunk for all runs, the runs stepped one after another inside it); the others run alone. A point
+per chunk for all runs, the runs stepped one after another inside it); the others run alone.
+The points' own work outside ``train`` (data, evaluation, figures, reports) runs one point at a
+time, as with ``--jobs 1``, so the threads do not compete for the cores. A point
 that trains no network simply runs in its thread. Figures are drawn one point at a time
 (matplotlib's pyplot is not thread-safe).
 
@@ -92,7 +94,7 @@ def run_points(
             return exp.plot(results, run_dir)
 
     locked = dataclasses.replace(exp, run=run, plot=plot if exp.plot is not None else None)
-    batcher = TrainBatcher(len(configs))
+    batcher = TrainBatcher(len(configs), one_at_a_time=True)  # few cores: no contention
     results: list[dict | None] = [None] * len(configs)
 
     def work(i: int) -> None:

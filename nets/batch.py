@@ -77,11 +77,16 @@ class TrainBatcher:
     Args:
       workers: the number of threads that will run under this batcher; each must call
         :meth:`leave` when it has finished (see :func:`batched_training`).
+      one_at_a_time: the threads' own work outside ``train`` runs one thread at a time (a turn
+        that a thread gives up while its ``train`` call waits): on a machine with few cores, the
+        points' evaluation, figures and reports then run as they would one after another,
+        instead of competing for the cores and the interpreter lock.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, *, one_at_a_time: bool = False):
         if workers < 1:
             raise ValueError(f"workers must be ≥ 1, got {workers}")
+        self._turn = threading.Lock() if one_at_a_time else None
         self._cond = threading.Condition()
         self._active = workers
         self._pending: list[_Call] = []
@@ -91,11 +96,17 @@ class TrainBatcher:
     def submit(self, model, data, config, kwargs: dict):
         """Run (or batch) one ``train`` call; returns what ``train`` returns or raises its error."""
         call = _Call(model, data, config, kwargs)
-        with self._cond:
-            self._pending.append(call)
-            self._maybe_flush()
-            while not call.done:
-                self._cond.wait()
+        if self._turn is not None:  # another thread may work while this call waits
+            self._turn.release()
+        try:
+            with self._cond:
+                self._pending.append(call)
+                self._maybe_flush()
+                while not call.done:
+                    self._cond.wait()
+        finally:
+            if self._turn is not None:
+                self._turn.acquire()
         if call.error is not None:
             raise call.error
         return call.result
@@ -175,10 +186,14 @@ def batched_training(batcher: TrainBatcher) -> Iterator[TrainBatcher]:
     """Within this block (in the calling thread), ``nets.train`` calls go through ``batcher``.
 
     The thread leaves the batcher on exit (also when the block raises), so the other threads'
-    calls are no longer held for it.
+    calls are no longer held for it. With ``one_at_a_time``, the block waits for its turn first.
     """
+    if batcher._turn is not None:
+        batcher._turn.acquire()
     try:
         with route_train_calls(batcher.submit):
             yield batcher
     finally:
+        if batcher._turn is not None:
+            batcher._turn.release()
         batcher.leave()

@@ -113,6 +113,30 @@ def test_mixed_shapes_run_in_their_own_groups(small):
     assert out[1][0].head.kernel.shape == (4, 10)
 
 
+def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
+    batcher = TrainBatcher(3, one_at_a_time=True)
+    busy, most = [0], [0]
+    guard = threading.Lock()
+
+    def work(seed):
+        def step(delta):
+            with guard:
+                busy[0] += delta
+                most[0] = max(most[0], busy[0])
+
+        step(1)  # outside train: this thread has the turn
+        step(-1)
+        result = train(_mlp(seed), small, CFG, key=jax.random.key(seed), **KW)
+        step(1)
+        step(-1)
+        return result
+
+    out = _threads([lambda s=s: work(s) for s in range(3)], batcher)
+    assert batcher.batched_runs == 3 and most[0] == 1
+    _, ref = train(_mlp(2), small, CFG, key=jax.random.key(2), **KW)
+    assert out[2][1].final["test_loss"] == ref.final["test_loss"]
+
+
 def test_outside_a_batcher_train_is_not_routed(small):
     _, hist = train(_mlp(0), small, CFG, key=jax.random.key(0), **KW)
     assert hist.final["step"] == 4
