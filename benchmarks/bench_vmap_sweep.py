@@ -16,15 +16,15 @@ The final parameters agree to float32 round-off (printed; ``tests/nets/test_step
 Measured on an idle 2-core CPU (jax 0.10.2, one OpenBLAS thread, 2026-11-24, two runs): one process
 per point 16 × 2.9–3.1 s = 47–49 s vs ``train_many`` 2.8–3.1 s first call (**16×**); warm,
 16 sequential in-process ``train`` calls 0.67–0.85 s vs ``train_many`` 0.34–0.35 s (**2.0–2.4×**;
-the issue's target of 5× against warm in-process calls is not met). Where ``train_many``'s 0.34 s
+5× against warm in-process calls is not reached). Where ``train_many``'s 0.34 s
 goes (History times and a profile): the 16 × 225 SGD steps 0.09 s, the 16 × 11 log points
 (forward of 1,797 images and D_LR, run by run) 0.13–0.15 s, building and stacking the 16 states
 0.04 s, the rest creating the 16 models and unstacking them. One digits-MLP step (batch 64) already
 runs at ~24 GFLOP/s unbatched, so vmapping the steps gains ~1.5×; the rest of the gain is the
-per-call work of ``train`` (~17 ms a call). Re-measured idle on 2026-11-24 (stop 17): 16 × 2.60 s
-per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×). Stop 18 (after
-nets.compiler; MLP programs compile as before): 16 × 2.36 s vs 2.58 s (14.6×), warm 0.58 s vs
-0.33 s (1.7×). Why 5× against warm
+per-call work of ``train`` (~17 ms a call). Re-measured idle on 2026-11-24: 16 × 2.60 s
+per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×); again after the XLA:CPU
+options of ``nets.xla_cpu`` (MLP programs compile as before): 16 × 2.36 s vs 2.58 s (14.6×),
+warm 0.58 s vs 0.33 s (1.7×). Why 5× against warm
 in-process calls cannot be reached on this CPU: both sides do the same arithmetic (16 × 225 steps,
 16 × 11 log points). In ``train_many`` the steps take 0.08–0.09 s (~39 GFLOP/s on small GEMMs;
 ≥ ~0.035 s even at this CPU's small-GEMM peak) and the log points ~0.11 s (vmapping them was no
@@ -33,8 +33,13 @@ best 0.6–0.7 s / 0.19 s ≈ 3.5×. The log points are evaluated with ``lax.map
 ``vmap``: vmapped ``log_values`` was no faster (14.7 vs 11.2 ms for 16 runs) and, with the whole
 eval subset in one chunk (``chunk=2048``), deadlocked XLA:CPU (0 % CPU, 4 of 4 tries, with and
 without one OpenBLAS thread; like the ``lambda_balanced`` hang of ``bench_closed_form.py --hang``).
-Before ``nets.blas`` limited OpenBLAS to one thread, a log point cost 60 ms instead of 0.7 ms in
-some processes (the LAPACK QR of D_LR; the slow case comes and goes). On an accelerator a single small run
+One BLAS thread (``nets.xla_cpu.one_blas_thread``): XLA:CPU runs LAPACK (``geqrf``, ``gesdd``,
+``syevd``: the QR and SVD of D_LR, eigendecompositions) through NumPy/SciPy's OpenBLAS, whose
+default one worker per core competes with XLA's pool. Measured on this 2-core CPU (jax 0.10.2,
+OpenBLAS 0.3 of the numpy/scipy wheels): ``jnp.linalg.qr`` of 1,437 × 10 float32 28–56 ms with the
+default threads vs 0.03–0.05 ms with one (the slow case depends on which library loaded OpenBLAS
+first, so it comes and goes between processes); 20,000 × 10: 75 vs 0.6 ms; one digits-MLP log
+point (forward + D_LR on train and test) 60 vs 0.74 ms. On an accelerator a single small run
 leaves the device idle and the vmapped program is where the gain lies.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10]

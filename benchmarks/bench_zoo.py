@@ -96,10 +96,8 @@ import torch
 from flax import nnx
 from torch import nn
 
-from nets.compiler import jit
 from nets.models import LeNet5, Transformer
-from nets.models.convolution import loop_friendly
-from nets.step import has_convolution
+from nets.xla_cpu import has_convolution, jit, loop_friendly
 
 BATCH = 512
 P = 97  # modular division mod 97: tokens "a ∘ b =", vocabulary p + 2

@@ -1,8 +1,9 @@
 """Flax models and optax training with the lazy/rich knobs.
 
-One trainer: :func:`nets.step.step` is the pure training step; :func:`train` runs it for one
-model with logging and checkpoints, :func:`train_many` for a stack of runs (seeds × traced
-hyper-parameters) as one ``jax.vmap``-ed program.
+One trainer: :func:`nets.step.step` is the pure training step and :func:`nets.loop.fit` the one
+loop that runs it (log points, checkpoints, divergence); :func:`train` is its one-run case and
+:func:`train_many` its stacked case (seeds × traced hyper-parameters as one program). The XLA:CPU
+workarounds live in :mod:`nets.xla_cpu`.
 """
 
 from nets.config import HParams, TrainConfig, hparams

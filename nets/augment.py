@@ -11,7 +11,7 @@ AUGMENTATIONS = ("none", "cifar")
 def random_crop_flip(x: jax.Array, key: jax.Array, *, pad: int = 4) -> jax.Array:
     """Standard CIFAR augmentation: zero-pad by ``pad``, random crop back, flip with p = 1/2.
 
-    As torchvision's ``RandomCrop(32, padding=4)`` + ``RandomHorizontalFlip()`` (seed 000
+    As torchvision's ``RandomCrop(32, padding=4)`` + ``RandomHorizontalFlip()`` (D
     App. F.4.2); the padding is zeros in the stored (normalised) pixel space.
 
     Args:

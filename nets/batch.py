@@ -1,36 +1,41 @@
 """Batched ``train`` calls: the runs of several threads trained as one vmapped program.
 
 A sweep runs each point's unchanged experiment code in its own thread inside
-:func:`batched_training`'s :class:`TrainBatcher`. Every :func:`nets.train` call then waits until
-each live thread has either called ``train`` or finished; the waiting calls are grouped — same
-data, model structure, static config, run length, logging and metrics — and each group of two or
-more runs as one :func:`nets.train_many` program; the rest run alone as usual. Each call returns
-(or raises, e.g. :class:`nets.TrainingDiverged`) exactly what its own ``train`` would, and writes
-``run_dir/metrics.jsonl`` the same way.
+:func:`batched_training`; there :func:`nets.train` hands its call to a :class:`TrainBatcher`
+(:func:`nets.loop.route_train_calls`). Every call then waits until each live thread has either
+called ``train`` or left the batcher; the waiting calls are grouped — same data, model structure,
+static config, run length, logging and metrics — and each group of two or more runs as one
+stacked :func:`nets.loop.fit` whose runs step one after another inside one program
+(``vectorize=False``); the rest run alone as usual. Each call returns (or raises, e.g.
+:class:`nets.TrainingDiverged`) exactly — bitwise — what its own ``train`` would, and writes
+``run_dir/metrics.jsonl`` the same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
 
-Calls that checkpoint, resume, shard over devices or take a callback always run alone.
+Failure modes (tests/nets/test_batch.py):
+
+* a thread that never calls ``train`` leaves the batcher when its block ends, so the others are
+  not held for it; one that raises, before or inside ``train``, leaves the same way (an error of
+  a stacked group is raised in every thread of the group, an error of a lone call in its own);
+* calls of other shapes (model structure, data, static config, length) form their own groups;
+* a thread that blocks forever without calling ``train`` or leaving holds every other thread's
+  ``train`` call with it: the batcher has no timeout, so worker code must not wait on other
+  workers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import hashlib
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from flax import nnx
 
 from nets.config import static_part
-from nets.history import JsonlLog
+from nets.loop import fit, route_train_calls, train
 
-_ACTIVE: contextvars.ContextVar[TrainBatcher | None] = contextvars.ContextVar(
-    "nets_train_batcher", default=None
-)
 _ALONE_KWARGS = ("checkpoint_every", "resume", "data_parallel", "callback")
 
 
@@ -72,11 +77,16 @@ class TrainBatcher:
     Args:
       workers: the number of threads that will run under this batcher; each must call
         :meth:`leave` when it has finished (see :func:`batched_training`).
+      one_at_a_time: the threads' own work outside ``train`` runs one thread at a time (a turn
+        that a thread gives up while its ``train`` call waits): on a machine with few cores, the
+        points' evaluation, figures and reports then run as they would one after another,
+        instead of competing for the cores and the interpreter lock.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, *, one_at_a_time: bool = False):
         if workers < 1:
             raise ValueError(f"workers must be ≥ 1, got {workers}")
+        self._turn = threading.Lock() if one_at_a_time else None
         self._cond = threading.Condition()
         self._active = workers
         self._pending: list[_Call] = []
@@ -86,11 +96,17 @@ class TrainBatcher:
     def submit(self, model, data, config, kwargs: dict):
         """Run (or batch) one ``train`` call; returns what ``train`` returns or raises its error."""
         call = _Call(model, data, config, kwargs)
-        with self._cond:
-            self._pending.append(call)
-            self._maybe_flush()
-            while not call.done:
-                self._cond.wait()
+        if self._turn is not None:  # another thread may work while this call waits
+            self._turn.release()
+        try:
+            with self._cond:
+                self._pending.append(call)
+                self._maybe_flush()
+                while not call.done:
+                    self._cond.wait()
+        finally:
+            if self._turn is not None:
+                self._turn.acquire()
         if call.error is not None:
             raise call.error
         return call.result
@@ -115,7 +131,9 @@ class TrainBatcher:
             if any(c.kwargs.get(k) for k in _ALONE_KWARGS):
                 groups[("alone", i)] = [c]
                 continue
-            key_data = self._fingerprints.setdefault(id(c.data), _fingerprint(c.data))
+            if id(c.data) not in self._fingerprints:  # hash each dataset object once
+                self._fingerprints[id(c.data)] = _fingerprint(c.data)
+            key_data = self._fingerprints[id(c.data)]
             key = (
                 key_data,
                 nnx.graphdef(c.model),
@@ -131,32 +149,25 @@ class TrainBatcher:
         return list(groups.values())
 
     def _run(self, group: list[_Call]) -> None:
-        from nets.loop import train
-        from nets.sweep import train_many
-
         if len(group) == 1:
             c = group[0]
-            token = _ACTIVE.set(None)
             try:
-                c.result = train(c.model, c.data, c.config, **c.kwargs)
+                with route_train_calls(None):
+                    c.result = train(c.model, c.data, c.config, **c.kwargs)
             except Exception as e:  # delivered to the calling thread
                 c.error = e
             finally:
-                _ACTIVE.reset(token)
                 c.done = True
             return
-        first = group[0].kwargs
-        try:
-            models, hists = train_many(
-                [c.model for c in group],
-                group[0].data,
-                [c.config for c in group],
-                [c.kwargs["key"] for c in group],
-                log_every=first.get("log_every"),
-                eval_size=first.get("eval_size", 2048),
-                metrics=first.get("metrics"),
-                metric_splits=first.get("metric_splits", ("train", "test")),
-            )
+        kw = group[0].kwargs
+        try:  # vectorize=False: each run bitwise its own train, however the sweep ran it
+            models, hists = fit(
+                [c.model for c in group], group[0].data, [c.config for c in group],
+                [c.kwargs["key"] for c in group], stacked=True, log_every=kw["log_every"],
+                eval_size=kw["eval_size"], metrics=kw["metrics"],
+                metric_splits=kw["metric_splits"], run_dirs=[c.kwargs["run_dir"] for c in group],
+                vectorize=False,
+            )  # fmt: skip
         except Exception as e:
             for c in group:
                 c.error, c.done = e, True
@@ -167,27 +178,22 @@ class TrainBatcher:
                 c.error = hist.diverged
             else:
                 c.result = (model, hist)
-            run_dir = c.kwargs.get("run_dir")
-            if run_dir is not None:
-                Path(run_dir).mkdir(parents=True, exist_ok=True)
-                JsonlLog(Path(run_dir) / "metrics.jsonl", None).extend(hist.records)
             c.done = True
-
-
-def active_batcher() -> TrainBatcher | None:
-    """The :class:`TrainBatcher` of the calling thread, if any."""
-    return _ACTIVE.get()
 
 
 @contextlib.contextmanager
 def batched_training(batcher: TrainBatcher) -> Iterator[TrainBatcher]:
     """Within this block (in the calling thread), ``nets.train`` calls go through ``batcher``.
 
-    The thread leaves the batcher on exit, so the other threads' calls are no longer held for it.
+    The thread leaves the batcher on exit (also when the block raises), so the other threads'
+    calls are no longer held for it. With ``one_at_a_time``, the block waits for its turn first.
     """
-    token = _ACTIVE.set(batcher)
+    if batcher._turn is not None:
+        batcher._turn.acquire()
     try:
-        yield batcher
+        with route_train_calls(batcher.submit):
+            yield batcher
     finally:
-        _ACTIVE.reset(token)
+        if batcher._turn is not None:
+            batcher._turn.release()
         batcher.leave()

@@ -29,9 +29,9 @@ class TrainConfig:
     Attributes:
       loss: ``'mse'`` (one-hot × target scale, default) or ``'ce'``.
       target_scale: S, one-hot labels are multiplied by S (T Table 6.1 "target scale").
-      target_downscale: α of seed 000 Fig 2b, targets y → y/α (larger α = lazier).
+      target_downscale: α of D Fig 2b, targets y → y/α (larger α = lazier).
       input_scale: inputs x → s_in·x (T Table 6.1 "input scale"; float inputs only).
-      output_scale: outputs f → s_out·f (T Table 6.1 "output scale"; seed 000 App. F "ε").
+      output_scale: outputs f → s_out·f (T Table 6.1 "output scale"; D App. F "ε").
       weight_scale: initial parameters θ₀ → w·θ₀ (T Table 6.1 "weight scale").
       layer_balance: α of Kunin et al. App. D.3 (first layer ÷α, readout ×α).
       balance_first: dotted path of the first layer for ``layer_balance``.
@@ -42,7 +42,7 @@ class TrainConfig:
       weight_decay: λ (coupled L2 for sgd/adam, decoupled for adamw).
       schedule: ``'constant'``, ``'step'`` (× ``step_factor`` every ``step_every_epochs``) or
         ``'cosine'``.
-      step_every_epochs, step_factor: the step schedule (seed 000: 60 epochs, 0.2).
+      step_every_epochs, step_factor: the step schedule (D: 60 epochs, 0.2).
       warmup_steps: linear warm-up from 0 over this many steps.
       batch_size: minibatch size B.
       epochs: number of epochs (ignored when ``steps`` is set).

@@ -18,11 +18,11 @@ import numpy as np
 from flax import nnx
 
 import metrics
-from nets.compiler import jit
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.losses import accuracy
-from nets.step import Program, TrainState, build, forward, loss_value, uses_cpu_options
+from nets.step import Program, TrainState, build, forward, loss_value
+from nets.xla_cpu import program_jit
 
 EVAL_CHUNK = 1024  # rows per forward call: bounds activation memory of the conv nets
 
@@ -66,7 +66,7 @@ def default_metric(features: jax.Array, outputs: jax.Array):
 SPLITS = ("train", "test")  # the fit and held-out subsets of a log point
 
 
-@jit(static_argnums=(0, 5, 6), static_argnames="metric_splits", options_if=uses_cpu_options)
+@program_jit(static_argnums=(0, 5, 6), static_argnames="metric_splits")
 def log_values(
     program: Program,
     state: TrainState,
@@ -122,7 +122,45 @@ def log_values(
     return out
 
 
-@jit(static_argnums=(0, 4), options_if=uses_cpu_options)
+@program_jit(static_argnums=(0, 5, 6, 7))
+def log_values_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None):
+    """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
+
+    A ``lax.map``, not a ``vmap``: one run at a time keeps the metrics' small GEMMs and eigh
+    unbatched, which XLA:CPU runs faster per run than their batched forms.
+
+    Returns:
+      the dict of :func:`log_values` with a leading axis R on every entry.
+    """
+
+    def one(args):
+        state, hp, cached = args
+        feats, frozen = (None, None) if cached is None else cached
+        return log_values(
+            program, state, hp, fit, held, metric_fns, chunk, feats, frozen,
+            metric_splits=metric_splits,
+        )  # fmt: skip
+
+    return jax.lax.map(one, (states, hps, known))
+
+
+def _freeze(program, state, hp, x_fit, x_held, chunk):
+    feats = tuple(forward_all(program, state, x, hp, chunk)[0] for x in (x_fit, x_held))
+    return feats, tuple(metrics.freeze_features(f) for f in feats)
+
+
+#: (features Φ of the fit and held-out inputs, their :func:`metrics.freeze_features`) of one run:
+#: what :func:`log_values` reuses while Φ cannot change (:func:`frozen_features`).
+freeze = program_jit(_freeze, static_argnums=(0, 5))
+
+
+@program_jit(static_argnums=(0, 5))
+def freeze_many(program, states, hps, x_fit, x_held, chunk):
+    """:func:`freeze` of R runs stacked along axis 0 (one run at a time, as :func:`log_values_many`)."""
+    return jax.lax.map(lambda a: _freeze(program, *a, x_fit, x_held, chunk), (states, hps))
+
+
+@program_jit(static_argnums=(0, 4))
 def _features_outputs(program, state, hp, x, chunk):
     return forward_all(program, state, x, hp, chunk)
 
@@ -140,7 +178,7 @@ def features_and_outputs(
     return _features_outputs(program, state, hp, jnp.asarray(x), chunk)
 
 
-@jit(static_argnums=(0, 5), options_if=uses_cpu_options)
+@program_jit(static_argnums=(0, 5))
 def _split_stats(program, state, hp, x, y, chunk):
     _, outs = forward_all(program, state, x, hp, chunk)
     return loss_and_accuracy(program, outs, y, hp)

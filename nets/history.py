@@ -46,6 +46,8 @@ class History:
       resumed_from: step restored from a checkpoint, or None.
       diverged: for a run of :func:`nets.train_many` whose loss became non-finite, the
         :class:`TrainingDiverged` that :func:`nets.train` raises; None otherwise.
+      runs_in_program: R, the runs trained together in one compiled program (1 for
+        :func:`nets.train`); the times above are this run's share, 1/R, of the program's.
     """
 
     records: list[dict]
@@ -56,6 +58,7 @@ class History:
     steps: int = 0
     resumed_from: int | None = None
     diverged: TrainingDiverged | None = None
+    runs_in_program: int = 1
 
     def column(self, key: str) -> np.ndarray:
         """The values of ``key`` over the log points, shape (n_records,) (NaN where missing)."""

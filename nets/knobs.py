@@ -8,7 +8,7 @@ data once:
 * :func:`balance_layers` — layer balance α (Kunin et al. App. D.3: first layer ÷α, readout ×α;
   the function at initialisation is unchanged for positively homogeneous networks).
 * :func:`shuffle_labels` — a fraction of training labels permuted among themselves.
-* :func:`encode_labels` — seed 000 App. F.4.1: one-hot labels written into the first pixels,
+* :func:`encode_labels` — D App. F.4.1: one-hot labels written into the first pixels,
   true labels at train time, random labels at test time.
 * :func:`as_regression` — MNIST as scalar regression (target = the digit value).
 """
@@ -117,7 +117,7 @@ def shuffle_labels(data: Dataset, fraction: float, *, seed: int = 0) -> Dataset:
 
 
 def encode_labels(data: Dataset, *, value: float = 1.0, seed: int = 0) -> Dataset:
-    """Encoded-label images (seed 000 App. F.4.1): one-hot labels in the first C pixels.
+    """Encoded-label images (D App. F.4.1): one-hot labels in the first C pixels.
 
     Training images carry their true label, test images a uniformly random label, so a network
     can fit the training set through the code alone yet must read the image to generalise.

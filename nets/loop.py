@@ -1,9 +1,11 @@
-"""The host loop of one training run: :func:`train` (log points, checkpoints, progress).
+"""The one training loop of nets: R runs of one compiled program, logged, checkpointed, resumable.
 
-The compiled work is :func:`nets.step.run` (a ``lax.scan`` of the pure step over minibatches
-gathered on device from a per-epoch permutation) and :func:`nets.evaluate.log_values` (a whole log
-point on device); this loop only decides when to call them, so Python runs at log and checkpoint
-points only.
+:func:`fit` is the loop; :func:`train` is its one-run case (optionally sharded over devices,
+checkpointed, resumed) and :func:`nets.sweep.train_many` its stacked case (R runs of one
+architecture as one ``jax.vmap``-ed program). The compiled work is :func:`nets.step.run` (a
+``lax.scan`` of the pure step over minibatches gathered on device from a per-epoch permutation)
+and :func:`nets.evaluate.log_values` (a whole log point on device); the loop only decides when to
+call them, so Python runs at log and checkpoint points only.
 
 Randomness is a pure function of ``key`` and the step: the data order of epoch e uses
 ``fold_in(data_key, e)``, the augmentation of step s ``fold_in(aug_key, s)``; dropout draws from
@@ -14,13 +16,20 @@ Scale-out: ``data_parallel=True`` shards every minibatch over all local devices 
 ``jax.sharding`` (parameters replicated, gradients all-reduced by XLA); see :mod:`nets.parallel`
 for multi-host runs with ``jax.distributed``. Batches are ``drop_last`` (every step has the same
 shape); ``steps_per_epoch = n_train // batch_size``.
+
+:func:`route_train_calls` lets a caller take over the :func:`train` calls of its thread (the
+sweep batcher :mod:`nets.batch` does, to stack the runs of several threads into one ``fit``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
+import functools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +38,19 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from metrics import freeze_features
-from nets.batch import active_batcher
-from nets.blas import one_blas_thread
 from nets.checkpoint import Checkpointer
-from nets.config import TrainConfig
+from nets.config import HParams, TrainConfig
 from nets.data.base import Dataset, validate
 from nets.evaluate import (
     EVAL_CHUNK,
     SPLITS,
     default_metric,
     features_and_outputs,
+    freeze,
+    freeze_many,
     frozen_features,
     log_values,
+    log_values_many,
 )
 from nets.history import History, JsonlLog, TrainingDiverged
 from nets.step import (
@@ -50,9 +59,13 @@ from nets.step import (
     build,
     epoch_order,
     forward,
+    learning_rate,
     learning_rate_jit,
+    run_each,
     run_jit,
+    run_many,
 )
+from nets.xla_cpu import one_blas_thread
 
 _TRACE_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -175,7 +188,475 @@ def host_metric_values(
     return out
 
 
+# ------------------------------------------------------------------------------------ the runs
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
+    return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
+
+
+_learning_rates = jax.jit(jax.vmap(learning_rate, in_axes=(None, 0, None)), static_argnums=0)
+
+
+def _unstack(tree: Any, i: int) -> Any:
+    return jax.tree.map(lambda a: a[i], tree)
+
+
+@dataclasses.dataclass
+class Runs:
+    """R runs of one compiled program as the loop advances them.
+
+    Attributes:
+      program: the shared static half; state, hp: the :class:`TrainState` and
+        :class:`~nets.config.HParams`, stacked along a leading axis R when ``stacked``;
+      data_keys, aug_keys: the data-order and augmentation keys, (R,) when stacked;
+      configs: the R configs; stacked: R runs in one program (else one run, possibly sharded);
+      idx_sharding: how one run's minibatch indices are sharded over a device mesh, or None;
+      vectorize: stacked runs train as a ``jax.vmap`` of the step (:func:`nets.step.run_many`),
+        else one after another in the program (:func:`nets.step.run_each`, bitwise = train).
+    """
+
+    program: Program
+    state: TrainState
+    hp: HParams
+    data_keys: jax.Array
+    aug_keys: jax.Array
+    configs: tuple[TrainConfig, ...]
+    stacked: bool
+    idx_sharding: jax.sharding.NamedSharding | None = None
+    vectorize: bool = True
+
+    @property
+    def size(self) -> int:
+        return len(self.configs)
+
+    def order(self, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
+        """Minibatch indices of epoch ``epoch``: (spe, B), or (R, spe, B) when stacked."""
+        if self.stacked:
+            return _epoch_orders(self.data_keys, epoch, n, spe, batch)
+        return epoch_order(jax.random.fold_in(self.data_keys, epoch), n, spe, batch)
+
+    def advance(self, x, y, perm: jax.Array, j: int, length: int) -> jax.Array:
+        """``length`` steps from position ``j`` of the epoch; returns the (R, length) losses."""
+        if self.stacked:
+            idx = perm[:, j : j + length]
+            steps = run_many if self.vectorize else run_each
+            self.state, losses = steps(self.program, self.state, x, y, idx, self.aug_keys, self.hp)
+            return losses
+        idx = perm[j : j + length]
+        if self.idx_sharding is not None:
+            idx = jax.device_put(idx, self.idx_sharding)
+        self.state, losses = run_jit(self.program, self.state, x, y, idx, self.aug_keys, self.hp)
+        return losses[None]
+
+    def run(self, i: int) -> tuple[TrainState, HParams]:
+        """The state and hyper-parameters of run i."""
+        return (
+            (_unstack(self.state, i), _unstack(self.hp, i))
+            if self.stacked
+            else (self.state, self.hp)
+        )
+
+    def model(self, i: int) -> nnx.Module:
+        """Run i's model, in evaluation mode."""
+        state, _ = self.run(i)
+        return nnx.merge(self.program.graphdef_eval, state.trainable, state.rest)
+
+    def learning_rates(self, step: int) -> np.ndarray:
+        """(R,) η(step) of the runs."""
+        if self.stacked:
+            return np.asarray(_learning_rates(self.program, self.hp, step))
+        return np.asarray(learning_rate_jit(self.program, self.hp, step))[None]
+
+    def freeze(self, subsets, chunk: int):
+        """Features and frozen Gram statistics of the fit/eval subsets (see :func:`freeze`)."""
+        f = freeze_many if self.stacked else freeze
+        return f(self.program, self.state, self.hp, subsets[0][0], subsets[1][0], chunk)
+
+    def log_values(self, subsets, traced, chunk: int, splits, known) -> dict[str, np.ndarray]:
+        """One log point of every run on the host: ``{key: (R,) values}``."""
+        if self.stacked:
+            out = log_values_many(
+                self.program, self.state, self.hp, *subsets, traced, chunk, splits, known
+            )
+            return jax.device_get(out)
+        feats, frozen = (None, None) if known is None else known
+        out = log_values(
+            self.program, self.state, self.hp, *subsets, traced, chunk, feats, frozen,
+            metric_splits=splits,
+        )  # fmt: skip
+        return {k: np.asarray(v)[None] for k, v in jax.device_get(out).items()}
+
+
+def _run_length(configs: Sequence[TrainConfig], n: int) -> tuple[int, int]:
+    """(steps_per_epoch, total_steps) shared by ``configs``; ValueError when they differ."""
+    spe, total = run_length(configs[0], n)
+    for i, c in enumerate(configs[1:], 1):
+        spe_i, total_i = run_length(c, n)
+        if (spe_i, total_i) != (spe, total):
+            raise ValueError(
+                f"configs[{i}] trains {total_i} steps ({_length(c, spe_i)}) but configs[0] "
+                f"trains {total} ({_length(configs[0], spe)}); the runs of one program share "
+                "their length and batch size"
+            )
+    return spe, total
+
+
+def _length(c: TrainConfig, spe: int) -> str:
+    return f"batch_size={c.batch_size}, {spe} per epoch, epochs={c.epochs}, steps={c.steps}"
+
+
+def _mismatch(program: Program, other: Program, i: int) -> str:
+    """Why run i cannot share run 0's compiled program."""
+    if other.graphdef_train != program.graphdef_train:
+        return f"models[{i}] has another structure than models[0]; the runs need one architecture"
+    for field in TrainConfig.__dataclass_fields__:
+        a, b = getattr(program.config, field), getattr(other.config, field)
+        if a != b:
+            return (
+                f"configs[{i}].{field} = {b!r} differs from configs[0].{field} = {a!r}; only "
+                "traced hyper-parameters (nets.HParams fields) and weight_scale/layer_balance "
+                "may differ between the runs of one program"
+            )
+    return f"run {i} differs from run 0 ({other} vs {program})"
+
+
+def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) -> tuple[Runs, int]:
+    """The :class:`Runs` of ``models`` and their steps per epoch (checks that they fit together)."""
+    if not stacked and len(models) != 1:
+        raise ValueError(f"an unstacked fit trains one run, got {len(models)}")
+    validate(data)
+    for c in configs:
+        c.validate()
+        if c.loss == "ce" and data.task != "classification":
+            raise ValueError("loss='ce' needs a classification dataset")
+    spe, total = _run_length(configs, len(data.x_train))
+    if mesh is not None and configs[0].batch_size % mesh.size:
+        raise ValueError(
+            f"batch_size={configs[0].batch_size} is not divisible by the {mesh.size} devices"
+        )
+    built = [
+        build(m, c, num_classes=data.num_classes, steps_per_epoch=spe, total_steps=total, mesh=mesh)
+        for m, c in zip(models, configs, strict=True)
+    ]
+    program = built[0][0]
+    for i, (p, _, _) in enumerate(built):
+        if p != program:
+            raise ValueError(_mismatch(program, p, i))
+    pairs = [jax.random.split(k) for k in keys]
+    if not stacked:
+        (_, state, hp), (data_key, aug_key) = built[0], pairs[0]
+        sharding = None
+        if mesh is not None:
+            sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "data"))
+        return Runs(program, state, hp, data_key, aug_key, tuple(configs), False, sharding), spe
+    stack = lambda trees: jax.tree.map(lambda *a: jnp.stack(a), *trees)  # noqa: E731
+    state, hp = stack([b[1] for b in built]), stack([b[2] for b in built])
+    keys = jnp.stack(pairs)
+    return Runs(program, state, hp, keys[:, 0], keys[:, 1], tuple(configs), True), spe
+
+
+# ----------------------------------------------------------------------------------- log points
+
+
+@dataclasses.dataclass
+class _Logger:
+    """Writes the log points of every live run into its History (and ``metrics.jsonl``)."""
+
+    histories: list[History]
+    logs: list[JsonlLog | None]
+    subsets: tuple
+    traced: tuple
+    host: tuple
+    chunk: int
+    splits: tuple[str, ...]
+    steps_per_epoch: int
+    callback: Callable[[dict, nnx.Module], None] | None
+    cache: bool  # Φ cannot change (lazy training without batch statistics): compute it once
+    known: Any = None
+    first: bool = True
+
+    def record(self, runs: Runs, step: int, alive: np.ndarray, sums: np.ndarray, count: int):
+        t0 = time.perf_counter()
+        if self.cache and self.known is None:
+            self.known = runs.freeze(self.subsets, self.chunk)
+        values = runs.log_values(self.subsets, self.traced, self.chunk, self.splits, self.known)
+        lrs = runs.learning_rates(step)
+        new = {}
+        for i in np.flatnonzero(alive):
+            host_values = {}
+            if self.host:
+                state, hp = runs.run(i)
+                host_values = host_metric_values(
+                    runs.program, state, hp, self.subsets, self.host, self.chunk, self.splits
+                )
+            new[i] = {
+                "step": step,
+                "epoch": step / self.steps_per_epoch,
+                "lr": float(lrs[i]),
+                "loss": sums[i] / count if count else math.nan,
+                **record_values({k: v[i] for k, v in values.items()}, host_values),
+            }
+        dt = (time.perf_counter() - t0) / runs.size  # each run's share of the log point
+        for i, rec in new.items():
+            h = self.histories[i]
+            if self.first:
+                h.compile_time += dt
+            else:
+                h.log_time += dt
+            rec["train_time"], rec["log_time"] = h.train_time, h.log_time
+            h.records.append(rec)
+            if self.logs[i] is not None:
+                self.logs[i].append(rec)
+            if self.callback is not None:
+                self.callback(rec, runs.model(i))
+        self.first = False
+
+
+def _logger(runs: Runs, data: Dataset, histories, logs, *, eval_size, metrics, metric_splits,
+            callback, steps_per_epoch: int) -> _Logger:  # fmt: skip
+    """The :class:`_Logger` of ``runs``: fixed subsets, metric functions split traced/host."""
+    if eval_size < 2:
+        raise ValueError(f"eval_size must be ≥ 2, got {eval_size}")
+    subsets = tuple(
+        tuple(jnp.asarray(a) for a in eval_subset(xs, ys, eval_size))
+        for xs, ys in ((data.x_train, data.y_train), (data.x_test, data.y_test))
+    )
+    chunk = min(EVAL_CHUNK, max(len(s[0]) for s in subsets))
+    metric_fns = {"dlr": default_metric} if metrics is None else dict(metrics)
+    state, hp = runs.run(0)
+    f_struct, o_struct = jax.eval_shape(
+        lambda s, xs: forward(runs.program, s, xs, hp), state, subsets[0][0]
+    )
+    traced, host = split_metrics(metric_fns, f_struct, o_struct)
+    cache = frozen_features(runs.program, state)
+    return _Logger(histories, logs, subsets, traced, host, chunk, metric_splits,
+                   steps_per_epoch, callback, cache)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ the loop
+
+
+@dataclasses.dataclass(frozen=True)
+class _Clock:
+    """When the loop stops: epoch ends, log points, checkpoints (all in optimizer steps)."""
+
+    n: int
+    batch: int
+    steps_per_epoch: int
+    total: int
+    log_every: int
+    checkpoint_every: int
+
+    def next_stop(self, step: int) -> int:
+        spe, every = self.steps_per_epoch, self.log_every
+        stop = min((step // spe + 1) * spe, self.total, (step // every + 1) * every)
+        if self.checkpoint_every:
+            stop = min(stop, (step // self.checkpoint_every + 1) * self.checkpoint_every)
+        return stop
+
+    def lengths(self, count: int) -> list[int]:
+        """Scan lengths covering ``count`` steps: one compiled length for the whole run (every
+        event is a multiple of it) plus a binary decomposition of the rest."""
+        unit = math.gcd(self.steps_per_epoch, self.log_every, self.checkpoint_every)
+        rest = count % unit
+        return [unit] * (count // unit) + [1 << b for b in reversed(range(rest.bit_length()))
+                                           if rest >> b & 1]  # fmt: skip
+
+
+def _diverged(losses: np.ndarray, step: int, config: TrainConfig, ckpt) -> TrainingDiverged:
+    """The :class:`TrainingDiverged` for the first non-finite loss of a chunk ending at ``step``."""
+    pos = int(np.argmin(np.isfinite(losses)))
+    bad, value = step - len(losses) + pos, float(losses[pos])
+    last = ckpt.latest_step() if ckpt is not None else None
+    where = (
+        f"last good checkpoint: step {last} in {ckpt.directory}"
+        if last is not None
+        else "no checkpoint was saved"
+    )
+    return TrainingDiverged(
+        f"training loss became {value} at step {bad} (lr={config.lr}, "
+        f"optimizer={config.optimizer}); lower the learning rate; {where}",
+        step=bad,
+        loss=value,
+    )
+
+
+def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, bar) -> None:
+    """Train ``runs`` from step ``start`` to the end; a run whose loss turns non-finite stops
+    (its History's ``diverged``) and the others go on."""
+    histories, R = logger.histories, runs.size
+    alive = np.array([h.diverged is None for h in histories])
+    sums, count, step, first = np.zeros(R), 0, start, True
+    if start == 0:
+        logger.record(runs, 0, alive, sums, 0)
+    while step < clock.total and alive.any():
+        epoch, j = divmod(step, clock.steps_per_epoch)
+        perm = runs.order(epoch, clock.n, clock.steps_per_epoch, clock.batch)
+        t0 = time.perf_counter()
+        chunks = []
+        for length in clock.lengths(clock.next_stop(step) - step):
+            chunks.append(runs.advance(x, y, perm, j, length))
+            j, step = j + length, step + length
+        losses = np.concatenate([np.asarray(c) for c in chunks], axis=1)
+        dt = (time.perf_counter() - t0) / R  # each run's share of the program
+        for h in histories:
+            if first:
+                h.compile_time += dt
+            else:
+                h.train_time += dt
+        first = False
+        finite = np.isfinite(losses).all(axis=1)
+        for i in np.flatnonzero(alive & ~finite):
+            histories[i].diverged = _diverged(losses[i], step, runs.configs[i], ckpt)
+            alive[i] = False
+        if not alive.any():
+            return
+        sums += np.where(finite, losses.sum(axis=1), 0.0)
+        count += losses.shape[1]
+        if bar is not None:
+            bar.update(losses.shape[1])
+        if step % clock.log_every == 0 or step == clock.total:
+            logger.record(runs, step, alive, sums, count)
+            sums[:], count = 0.0, 0
+            if bar is not None and R == 1 and "test_acc" in histories[0].final:
+                bar.set_postfix(test_acc=f"{histories[0].final['test_acc']:.3f}")
+        if (
+            ckpt is not None
+            and clock.checkpoint_every
+            and (step % clock.checkpoint_every == 0 or step == clock.total)
+        ):
+            t0 = time.perf_counter()
+            ckpt.save(step, runs.state)
+            histories[0].checkpoint_time += time.perf_counter() - t0
+    live = np.flatnonzero(alive)
+    if live.size and (not histories[live[0]].records or histories[live[0]].final["step"] != step):
+        logger.record(runs, step, alive, sums, count)
+
+
 @one_blas_thread()
+def fit(
+    models: Sequence[nnx.Module],
+    data: Dataset,
+    configs: Sequence[TrainConfig],
+    keys: Sequence[jax.Array],
+    *,
+    stacked: bool,
+    log_every: int | None = None,
+    eval_size: int = 2048,
+    metrics: Mapping[str, Callable] | None = None,
+    metric_splits: Sequence[str] = SPLITS,
+    callback: Callable[[dict, nnx.Module], None] | None = None,
+    run_dirs: Sequence[str | Path | None] | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
+    mesh: jax.sharding.Mesh | None = None,
+    progress: bool = False,
+    vectorize: bool = True,
+) -> tuple[list[nnx.Module], list[History]]:
+    """Train R runs of one program with one loop (the engine of :func:`train` and ``train_many``).
+
+    Args:
+      models, configs, keys: R models of one architecture, their configs (differing only in
+        traced fields and the initial-parameter knobs) and PRNG keys of data order/augmentation.
+      data: the dataset, shared by all runs.
+      stacked: train the runs as one ``vmap``-ed program (else exactly one run).
+      log_every, eval_size, metrics, metric_splits, callback, progress: as :func:`train`.
+      run_dirs: per run, a folder for ``metrics.jsonl`` (and, with one run, ``checkpoints/``).
+      checkpoint_every, resume: as :func:`train`; one run only.
+      mesh: shard the minibatches of one unstacked run over this 1-D ``('data',)`` mesh.
+      vectorize: stacked runs step as one ``jax.vmap`` (batched GEMMs; float32 sums reordered,
+        so run i equals its own :func:`train` to round-off only); False: one after another in
+        the same program (``lax.map``): run i equals its own :func:`train` bitwise.
+
+    Returns:
+      (R trained models in eval mode, R :class:`History`; times are each run's share, 1/R, of
+      the program's). A run whose loss became non-finite has ``History.diverged`` set and stops
+      being logged; the others go on.
+    """
+    models, configs, keys = list(models), list(configs), list(keys)
+    if not (len(models) == len(configs) == len(keys)) or not models:
+        raise ValueError(
+            f"models, configs and keys must have the same length ≥ 1, got {len(models)}, "
+            f"{len(configs)}, {len(keys)}"
+        )
+    metric_splits = check_metric_splits(metric_splits)
+    run_dirs = [None] * len(models) if run_dirs is None else [d and Path(d) for d in run_dirs]
+    if (checkpoint_every or resume) and (len(models) > 1 or run_dirs[0] is None):
+        raise ValueError("checkpoint_every/resume need one run and a run_dir")
+    runs, spe = _build_runs(models, data, configs, keys, stacked=stacked, mesh=mesh)
+    runs.vectorize = vectorize
+    total = runs.program.total_steps
+    log_every = int(default_log_every(spe, total) if log_every is None else log_every)
+    if log_every < 1:
+        raise ValueError(f"log_every must be ≥ 1, got {log_every}")
+    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
+    if mesh is not None:
+        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        x, y, runs.state = jax.device_put((x, y, runs.state), replicated)
+    for d in run_dirs:
+        if d is not None:
+            d.mkdir(parents=True, exist_ok=True)
+    start, ckpt = 0, None
+    if checkpoint_every or resume:
+        ckpt = Checkpointer(run_dirs[0] / "checkpoints")
+        if resume and ckpt.latest_step() is not None:
+            start, runs.state = ckpt.restore(runs.state)
+            if mesh is not None:
+                runs.state = jax.device_put(runs.state, replicated)
+    logs = [JsonlLog(d / "metrics.jsonl", start) if d is not None else None for d in run_dirs]
+    histories = [
+        History(
+            log.records() if log else [],
+            steps=total,
+            resumed_from=start or None,
+            runs_in_program=runs.size,
+        )
+        for log in logs
+    ]
+    logger = _logger(runs, data, histories, logs, eval_size=eval_size, metrics=metrics,
+                     metric_splits=metric_splits, callback=callback, steps_per_epoch=spe)  # fmt: skip
+    clock = _Clock(len(data.x_train), configs[0].batch_size, spe, total, log_every,
+                   checkpoint_every)  # fmt: skip
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        desc = "train" if runs.size == 1 else f"train ×{runs.size}"
+        bar = tqdm(total=total, initial=start, desc=desc, unit="step", leave=False)
+    try:
+        _loop(runs, x, y, clock, logger, start, ckpt, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+        if ckpt is not None:
+            ckpt.close()
+    return [runs.model(i) for i in range(runs.size)], histories
+
+
+# ------------------------------------------------------------------------------- one run: train
+
+_ROUTE: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "nets_train_route", default=None
+)
+
+
+@contextlib.contextmanager
+def route_train_calls(handler: Callable | None) -> Iterator[None]:
+    """Within this block (in the calling thread), :func:`train` calls go to ``handler``.
+
+    ``handler(model, data, config, kwargs)`` receives the call's arguments (``kwargs``: its
+    keyword arguments, ``metric_splits`` checked) and returns or raises what ``train`` would;
+    ``None`` restores plain training (e.g. for the handler's own calls). Used by :mod:`nets.batch`.
+    """
+    token = _ROUTE.set(handler)
+    try:
+        yield
+    finally:
+        _ROUTE.reset(token)
+
+
 def train(
     model: nnx.Module,
     data: Dataset,
@@ -196,9 +677,9 @@ def train(
     r"""Train ``model`` on ``data`` with ``config``; returns the trained model and its history.
 
     Minimises :math:`\frac{1}{nC}\sum_{i,c}(s_{out} f_c(s_{in} x_i) - S e_{y_i,c}/\alpha)^2`
-    (or cross-entropy) with the optimizer, schedule and knobs of ``config`` (seed 000 §2,
-    App. F.4; T §6.4.3); see :mod:`nets.step` for the pure step and the module docstring for the
-    resumable loop.
+    (or cross-entropy) with the optimizer, schedule and knobs of ``config`` (D §2, App. F.4;
+    T §6.4.3); see :mod:`nets.step` for the pure step and the module docstring for the
+    resumable loop (:func:`fit` with one run).
 
     Args:
       model: an NNX model following the :mod:`nets` contract (``model(x)`` logits,
@@ -233,208 +714,24 @@ def train(
         checkpoint is kept).
       nets.checkpoint.CheckpointError: an unreadable checkpoint when resuming.
     """
-    metric_splits = check_metric_splits(metric_splits)  # before batching: a clear error here
-    batcher = active_batcher()
-    if batcher is not None:  # a thread of a batched sweep (nets.batch): maybe vmapped with others
-        kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
-                      metric_splits=metric_splits, callback=callback, run_dir=run_dir,
-                      checkpoint_every=checkpoint_every, resume=resume,
-                      data_parallel=data_parallel, progress=progress)  # fmt: skip
-        return batcher.submit(model, data, config, kwargs)
-    config.validate()
-    validate(data)
-    if (checkpoint_every or resume) and run_dir is None:
-        raise ValueError("checkpoint_every/resume need a run_dir")
-    if config.loss == "ce" and data.task != "classification":
-        raise ValueError("loss='ce' needs a classification dataset")
-    n = len(data.x_train)
-    spe, total = run_length(config, n)
-    batch = config.batch_size
-    log_every = int(default_log_every(spe, total) if log_every is None else log_every)
-    if log_every < 1:
-        raise ValueError(f"log_every must be ≥ 1, got {log_every}")
-    if eval_size < 2:
-        raise ValueError(f"eval_size must be ≥ 2, got {eval_size}")
-
-    mesh = None
+    metric_splits = check_metric_splits(metric_splits)  # before routing: a clear error here
+    kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
+                  metric_splits=metric_splits, callback=callback, run_dir=run_dir,
+                  checkpoint_every=checkpoint_every, resume=resume,
+                  data_parallel=data_parallel, progress=progress)  # fmt: skip
+    handler = _ROUTE.get()
+    if handler is not None:  # e.g. a thread of a batched sweep (nets.batch)
+        return handler(model, data, config, kwargs)
+    mesh = data_parallel if isinstance(data_parallel, jax.sharding.Mesh) else None
     if data_parallel is True:
-        mesh = jax.make_mesh(
-            (jax.local_device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,)
-        )
-    elif isinstance(data_parallel, jax.sharding.Mesh):
-        mesh = data_parallel
-    if mesh is not None and batch % mesh.size:
-        raise ValueError(f"batch_size={batch} is not divisible by the {mesh.size} devices")
-
-    program, state, hp = build(
-        model,
-        config,
-        num_classes=data.num_classes,
-        steps_per_epoch=spe,
-        total_steps=total,
-        mesh=mesh,
-    )
-    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
-    if mesh is not None:
-        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        x, y, state = jax.device_put((x, y, state), replicated)
-    subsets = tuple(
-        tuple(jnp.asarray(a) for a in eval_subset(xs, ys, eval_size))
-        for xs, ys in ((data.x_train, data.y_train), (data.x_test, data.y_test))
-    )
-    chunk = min(EVAL_CHUNK, max(len(s[0]) for s in subsets))
-    metric_fns = {"dlr": default_metric} if metrics is None else dict(metrics)
-    f_struct, o_struct = jax.eval_shape(
-        lambda s, xs: forward(program, s, xs, hp), state, subsets[0][0]
-    )
-    traced, host = split_metrics(metric_fns, f_struct, o_struct)
-    data_key, aug_key = jax.random.split(key)
-
-    ckpt = None
-    if run_dir is not None:
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-    start = 0
-    if checkpoint_every or resume:
-        ckpt = Checkpointer(run_dir / "checkpoints")
-        if resume and ckpt.latest_step() is not None:
-            start, state = ckpt.restore(state)
-            if mesh is not None:
-                state = jax.device_put(state, replicated)
-    log = JsonlLog(run_dir / "metrics.jsonl", start) if run_dir is not None else None
-    history = History(records=log.records() if log else [], resumed_from=start or None)
-    history.steps = total
-    first_log = [True]
-    # lazy training of a model without batch statistics: Φ of the subsets is computed once
-    cached = [] if frozen_features(program, state) else None
-
-    def record(step: int, loss_sum: float, loss_count: int) -> None:
-        t0 = time.perf_counter()
-        if cached == []:
-            cached.extend(
-                features_and_outputs(program, state, hp, xs, chunk)[0] for xs, _ in subsets
-            )
-            cached.extend(freeze_features(f) for f in tuple(cached))
-        feats, frozen = (tuple(cached[:2]), tuple(cached[2:])) if cached else (None, None)
-        values = jax.device_get(
-            log_values(
-                program,
-                state,
-                hp,
-                *subsets,
-                traced,
-                chunk,
-                feats,
-                frozen,
-                metric_splits=metric_splits,
-            )  # fmt: skip
-        )
-        host_values = host_metric_values(program, state, hp, subsets, host, chunk, metric_splits)
-        rec: dict[str, Any] = {
-            "step": step,
-            "epoch": step / spe,
-            "lr": float(learning_rate_jit(program, hp, step)),
-            "loss": loss_sum / loss_count if loss_count else math.nan,
-        }
-        rec.update(record_values(values, host_values))
-        dt = time.perf_counter() - t0
-        if first_log[0]:
-            history.compile_time += dt
-            first_log[0] = False
-        else:
-            history.log_time += dt
-        rec["train_time"], rec["log_time"] = history.train_time, history.log_time
-        history.records.append(rec)
-        if log is not None:
-            log.append(rec)
-        if callback is not None:
-            callback(rec, nnx.merge(program.graphdef_eval, state.trainable, state.rest))
-
-    if start == 0:
-        record(0, 0.0, 0)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, initial=start, desc="train", unit="step", leave=False)
-    # One compiled scan length for the whole run: events and epoch ends are multiples of it.
-    unit = math.gcd(spe, log_every, checkpoint_every)
-    idx_sharding = None
-    if mesh is not None:
-        idx_sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "data"))
-    step, loss_sum, loss_count, first = start, 0.0, 0, True
-    try:
-        while step < total:
-            epoch, j = divmod(step, spe)
-            perm = epoch_order(jax.random.fold_in(data_key, epoch), n, spe, batch)
-            stop = min((epoch + 1) * spe, total, (step // log_every + 1) * log_every)
-            if checkpoint_every:
-                stop = min(stop, (step // checkpoint_every + 1) * checkpoint_every)
-            t0 = time.perf_counter()
-            chunk_losses = []
-            lengths = [unit] * ((stop - step) // unit) + _pieces((stop - step) % unit)
-            for length in lengths:
-                idx = perm[j : j + length]
-                if idx_sharding is not None:
-                    idx = jax.device_put(idx, idx_sharding)
-                state, losses = run_jit(program, state, x, y, idx, aug_key, hp)
-                chunk_losses.append(losses)
-                j += length
-                step += length
-            losses = np.concatenate([np.asarray(v) for v in chunk_losses])
-            dt = time.perf_counter() - t0
-            if first:
-                history.compile_time += dt
-                first = False
-            else:
-                history.train_time += dt
-            if not np.all(np.isfinite(losses)):
-                raise _diverged(losses, step, config, ckpt)
-            loss_sum += float(losses.sum())
-            loss_count += len(losses)
-            if bar is not None:
-                bar.update(len(losses))
-            if step % log_every == 0 or step == total:
-                record(step, loss_sum, loss_count)
-                loss_sum, loss_count = 0.0, 0
-                if bar is not None and "test_acc" in history.final:
-                    bar.set_postfix(test_acc=f"{history.final['test_acc']:.3f}")
-            if (
-                ckpt is not None
-                and checkpoint_every
-                and (step % checkpoint_every == 0 or step == total)
-            ):
-                t0 = time.perf_counter()
-                ckpt.save(step, state)
-                history.checkpoint_time += time.perf_counter() - t0
-    finally:
-        if bar is not None:
-            bar.close()
-        if ckpt is not None:
-            ckpt.close()
-    if not history.records or history.records[-1]["step"] != step:
-        record(step, loss_sum, loss_count)
-    return nnx.merge(program.graphdef_eval, state.trainable, state.rest), history
-
-
-def _pieces(n: int) -> list[int]:
-    """Binary decomposition of n (so at most log2(n)+1 distinct scan lengths get compiled)."""
-    return [1 << b for b in reversed(range(n.bit_length())) if n >> b & 1]
-
-
-def _diverged(losses: np.ndarray, step: int, config: TrainConfig, ckpt) -> TrainingDiverged:
-    """The :class:`TrainingDiverged` for the first non-finite loss of a chunk ending at ``step``."""
-    pos = int(np.argmin(np.isfinite(losses)))
-    bad, value = step - len(losses) + pos, float(losses[pos])
-    last = ckpt.latest_step() if ckpt is not None else None
-    where = (
-        f"last good checkpoint: step {last} in {ckpt.directory}"
-        if last is not None
-        else "no checkpoint was saved"
-    )
-    return TrainingDiverged(
-        f"training loss became {value} at step {bad} (lr={config.lr}, "
-        f"optimizer={config.optimizer}); lower the learning rate; {where}",
-        step=bad,
-        loss=value,
-    )
+        auto = (jax.sharding.AxisType.Auto,)
+        mesh = jax.make_mesh((jax.local_device_count(),), ("data",), axis_types=auto)
+    models, (history,) = fit(
+        [model], data, [config], [key], stacked=False, log_every=log_every,
+        eval_size=eval_size, metrics=metrics, metric_splits=metric_splits, callback=callback,
+        run_dirs=[run_dir], checkpoint_every=checkpoint_every, resume=resume, mesh=mesh,
+        progress=progress,
+    )  # fmt: skip
+    if history.diverged is not None:
+        raise history.diverged
+    return models[0], history

@@ -10,7 +10,7 @@ LOSSES = ("mse", "ce")
 
 
 def targets(y: jax.Array, num_classes: int, scale: float | jax.Array = 1.0) -> jax.Array:
-    r"""Regression targets :math:`S\,e_y / \alpha` for labels ``y`` (seed 000 §2; T §6.4.3).
+    r"""Regression targets :math:`S\,e_y / \alpha` for labels ``y`` (D §2; T §6.4.3).
 
     Args:
       y: int labels (n,) for classification, or float targets (n,) / (n, k) for regression.

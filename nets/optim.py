@@ -5,7 +5,7 @@ r"""Optimizers and learning-rate schedules with PyTorch semantics (the papers tr
 * Adam: ``torch.optim.Adam`` — weight decay added to the gradient before the moments (coupled).
 * AdamW: ``torch.optim.AdamW`` — decoupled, :math:`\theta \leftarrow \theta - \eta\lambda\theta`
   next to the Adam step (optax's ``adamw`` multiplies the decay by the learning rate, as torch).
-* Schedules: constant; step (× ``step_factor`` every ``step_every_epochs`` epochs, seed 000 App. F
+* Schedules: constant; step (× ``step_factor`` every ``step_every_epochs`` epochs, D App. F
   "0.2 per 60 epochs"); cosine to zero; all with an optional linear warm-up.
 
 Every number (η, μ, λ, β₁, β₂, ε, the step factor) may be a traced array: the transformation's

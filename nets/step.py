@@ -6,9 +6,9 @@ own compilation cache keys the compiled programs: runs that differ only in the t
 :class:`~nets.config.HParams` (learning rate, momentum, weight decay, scales) reuse one program.
 The training state is a :class:`TrainState` pytree; stacking states and hyper-parameters along a
 leading axis and ``jax.vmap``-ing :func:`run` trains many runs as one program
-(:func:`nets.sweep.train_many`).
+(:func:`nets.loop.fit`).
 
-Loss (seed 000 §2, App. F.4; T §6.4.3): MSE between ``output_scale · f(input_scale · x)`` and
+Loss (D §2, App. F.4; T §6.4.3): MSE between ``output_scale · f(input_scale · x)`` and
 ``one_hot(y) · target_scale / target_downscale`` (PyTorch ``MSELoss``: mean over examples and
 outputs), or cross-entropy on the same outputs.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -24,12 +25,10 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from nets import knobs
+from nets import knobs, xla_cpu
 from nets.augment import augment_batch
-from nets.compiler import jit
 from nets.config import HParams, TrainConfig, hparams, static_part
 from nets.losses import cross_entropy, mse, targets
-from nets.models.convolution import conv_layers, loop_friendly
 from nets.optim import optimizer, schedule_factor
 
 
@@ -77,8 +76,8 @@ class Program:
       steps_per_epoch: optimizer steps per epoch (the step schedule's clock).
       total_steps: optimizer steps of the run (the cosine schedule's horizon).
       mesh: a 1-D ``('data',)`` mesh to shard minibatches over, or None.
-      convolutional: the model has convolution layers; its programs then compile with
-        :data:`nets.compiler.CPU_OPTIONS` on CPU (see :func:`uses_cpu_options`).
+      cpu_options: its programs compile with :data:`nets.xla_cpu.CPU_OPTIONS` on CPU (set by
+        :func:`nets.xla_cpu.tune` in :func:`build`: convolutional models).
     """
 
     graphdef_train: Any
@@ -88,11 +87,11 @@ class Program:
     steps_per_epoch: int
     total_steps: int
     mesh: jax.sharding.Mesh | None = None
-    convolutional: bool = False
+    cpu_options: bool = False
 
     def __hash__(self) -> int:
         # Every call of a jitted function hashes its static arguments; hashing the two graphdefs
-        # costs 50–100 µs, 5–10 % of a small MLP's step, so the (immutable) hash is kept.
+        # is a noticeable share of a small MLP's step (benchmarks/bench_training.py): keep it.
         cached = self.__dict__.get("_hash")
         if cached is None:
             cached = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
@@ -158,8 +157,8 @@ def build(
     model.eval()
     gd_eval, trainable, _ = nnx.split(model, filt, ...)
     model.train()
-    # convolution gradients XLA:CPU runs fast inside the training scan (nets.models.convolution)
-    gd_train, _, _ = nnx.split(loop_friendly(model), filt, ...)
+    trained, cpu_options = xla_cpu.tune(model)  # every XLA:CPU workaround of the run, in one call
+    gd_train, _, _ = nnx.split(trained, filt, ...)
     model.eval()
     leaves = jax.tree.leaves(trainable)
     if not leaves:
@@ -173,15 +172,10 @@ def build(
         int(steps_per_epoch),
         int(total_steps),
         mesh,
-        has_convolution(model),
+        cpu_options,
     )
     hp = hparams(config, dtype)
     return program, program.init(model, hp), hp
-
-
-def has_convolution(model: nnx.Module) -> bool:
-    """Whether ``model`` contains an ``nnx.Conv`` (:attr:`Program.convolutional`)."""
-    return bool(conv_layers(model))
 
 
 def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformation:
@@ -305,6 +299,34 @@ def step(
     return TrainState(state.step + 1, trainable, rest, opt_state), loss
 
 
+def run_batches(
+    program: Program,
+    state: TrainState,
+    batch_of: Callable[[jax.Array, Any], Batch],
+    xs: Any,
+    hp: HParams,
+) -> tuple[TrainState, jax.Array]:
+    """``len(xs)`` steps as one ``lax.scan``: step j trains on ``batch_of(state.step, xs[j])``.
+
+    The one on-device loop of training steps: :func:`run` gathers minibatches from a training set
+    on device; a caller that draws its data on device (e.g. fresh samples of a task every step)
+    passes its own ``batch_of``.
+
+    Args:
+      program: the static half; state: :class:`TrainState`; batch_of: ``(step, x) -> Batch``,
+        traceable; xs: a pytree of arrays with a leading axis L (one slice per step);
+      hp: :class:`~nets.config.HParams`.
+
+    Returns:
+      (state after L steps, (L,) minibatch losses).
+    """
+
+    def body(st, x):
+        return step(program, st, batch_of(st.step, x), hp)
+
+    return jax.lax.scan(body, state, xs)
+
+
 def run(
     program: Program,
     state: TrainState,
@@ -325,11 +347,10 @@ def run(
       (state after L steps, (L,) minibatch losses).
     """
 
-    def body(st, i):
-        batch = Batch(x[i], y[i], jax.random.fold_in(aug_key, st.step))
-        return step(program, st, batch, hp)
+    def batch_of(step_count, i):
+        return Batch(x[i], y[i], jax.random.fold_in(aug_key, step_count))
 
-    return jax.lax.scan(body, state, idx)
+    return run_batches(program, state, batch_of, idx, hp)
 
 
 def forward(
@@ -341,26 +362,26 @@ def forward(
     return feats, hp.output_scale.astype(feats.dtype) * model.head(feats)
 
 
-def uses_cpu_options(program: Program, *args, **kwargs) -> bool:
-    """Whether the programs of ``program`` (its first argument) take nets.compiler's CPU options.
-
-    Only convolutional models: the options speed up their convolution gradients 3–10× and
-    their forward passes up to 25 % (ResNet18), but leave the MLP and transformer steps
-    unchanged and slow the small reductions of D_LR at their log points by 0.2–0.4 ms
-    (1.5 → 1.9 ms at 384 × 512; :mod:`nets.compiler`).
-    """
-    return program.convolutional
-
-
 # The compiled entry points: ``program`` is static (jax's cache keys on it), the state donated.
-run_jit = jit(run, static_argnums=0, donate_argnums=1, options_if=uses_cpu_options)
+run_jit = xla_cpu.program_jit(run, static_argnums=0, donate_argnums=1)
 learning_rate_jit = jax.jit(learning_rate, static_argnums=0)  # one dispatch per log point
-run_many = jit(
-    jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)),
-    static_argnums=0,
-    donate_argnums=1,
-    options_if=uses_cpu_options,
+run_many = xla_cpu.program_jit(
+    jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=0, donate_argnums=1
 )
+
+
+def _run_each(program, states, x, y, idx, aug_keys, hps):
+    def one(args):
+        state, i, key, hp = args
+        return run(program, state, x, y, i, key, hp)
+
+    return jax.lax.map(one, (states, idx, aug_keys, hps))
+
+
+#: :func:`run` of R stacked runs one after another inside one program (``lax.map``): each run's
+#: arithmetic is exactly its own ``run_jit``'s (bitwise; ``vmap`` reorders float32 sums), at the
+#: cost of unbatched GEMMs (faster than ``run_many`` for wide layers on XLA:CPU, slower for tiny ones).
+run_each = xla_cpu.program_jit(_run_each, static_argnums=0, donate_argnums=1)
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))

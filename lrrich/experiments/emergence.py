@@ -49,7 +49,7 @@ from nets.data.sparse_parity import (
     sample_sparse_parity,
 )
 from nets.models import MLP
-from nets.step import Batch, Program, build, step
+from nets.step import Batch, Program, build, run_batches
 from sims import emergence as em
 
 NAME = "emergence"
@@ -153,9 +153,10 @@ def train_skills(
 ) -> np.ndarray:
     """Train n_streams × len(widths) 2-layer ReLU MLPs on ½-MSE; R_k/S every ``eval_every`` steps.
 
-    The networks are a ``jax.vmap`` (over streams and widths) of the library's one training step
-    :func:`nets.step.step` (optimizer, learning rate and weight decay from ``train``), inside one
-    jitted program: an outer ``lax.scan`` over evaluations, an inner scan over steps. Each of the
+    The networks are a ``jax.vmap`` (over streams and widths) of the library's on-device training
+    loop :func:`nets.step.run_batches` (the scan of :func:`nets.step.step` that ``nets.train``
+    runs; optimizer, learning rate and weight decay from ``train``), inside one jitted program:
+    an outer ``lax.scan`` over evaluations, the library's scan over the steps between them. Each of the
     ``n_streams`` data streams feeds ``len(widths)`` networks (one per width, independent
     initialisations). A stream is either fresh samples drawn on device every step (``data=None``,
     D → ∞) or a fixed training set: ``data = (x, y, size)`` with x of shape
@@ -213,22 +214,19 @@ def train_skills(
         w = jnp.where(full, jnp.arange(batch) < size, True).astype(y.dtype)
         return x[idx], y[idx], w
 
-    def one_step(st, x, y, w):  # one network, one minibatch (no augmentation: the key is unused)
-        return step(program, st, Batch(x, y, k_train, w), hp)[0]
+    def stream(st_g, keys_g, set_g):  # the K networks of one stream, len(keys_g) steps
+        def batch_of(_, k):  # every network of the stream draws the stream's minibatch
+            x, y, w = fresh_batch(k) if set_g is None else fixed_batch(k, *set_g)
+            return Batch(x, y, k_train, w)  # no augmentation: the key is unused
 
-    def train_step(st, k, sets):
-        keys = jax.random.split(k, G)
-        x, y, w = (
-            jax.vmap(fresh_batch)(keys) if sets is None else jax.vmap(fixed_batch)(keys, *sets)
-        )
-        # streams × widths: every network of stream g sees stream g's minibatch
-        return jax.vmap(jax.vmap(one_step, (0, None, None, None)))(st, x, y, w), None
+        return jax.vmap(lambda st: run_batches(program, st, batch_of, keys_g, hp)[0])(st_g)
 
     @jax.jit
     def run(st, sets):  # training sets are arguments, not constants baked into the program
         def chunk(carry, i):
             keys = jax.random.split(jax.random.fold_in(k_train, i), eval_every)
-            carry, _ = jax.lax.scan(lambda c, k: train_step(c, k, sets), carry, keys)
+            per_stream = jax.vmap(lambda k: jax.random.split(k, G))(keys)  # (eval_every, G)
+            carry = jax.vmap(stream, in_axes=(0, 1, 0))(carry, per_stream, sets)
             return carry, measure(carry)
 
         _, R = jax.lax.scan(chunk, st, jnp.arange(steps // eval_every))

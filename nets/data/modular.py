@@ -1,4 +1,4 @@
-"""Modular division mod p (the grokking task of seed 000 Fig 4 and Kunin et al. Fig 6d)."""
+"""Modular division mod p (the grokking task of D Fig 4 and Kunin et al. Fig 6d)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def modular_division(
 
     True modular division, :math:`c = a\,b^{-1} \bmod p` (not multiplication), over all
     p (p − 1) pairs, split at random into train/test (p = 97, fraction 1/2 gives the 4,656 training
-    equations of seed 000 App. F). As tokens the input is the sequence ``[a, ∘, b, =]`` with
+    equations of D App. F). As tokens the input is the sequence ``[a, ∘, b, =]`` with
     ``∘ = p`` and ``= = p + 1`` (vocabulary p + 2) and the label is the answer token c.
 
     Args:

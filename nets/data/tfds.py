@@ -18,7 +18,7 @@ TFDS_NAMES = {
     "cifar10": "cifar10",
     "cifar100": "cifar100",
 }
-# Per-channel statistics of the CIFAR training sets (the standard normalisation, seed 000 F.4.2).
+# Per-channel statistics of the CIFAR training sets (the standard normalisation, D F.4.2).
 _CIFAR_STATS = {
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
     "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
@@ -42,7 +42,7 @@ def load_tfds(
       name: ``'mnist'``, ``'fashion_mnist'``, ``'cifar10'`` or ``'cifar100'``.
       data_dir: TFDS data folder (default ``~/tensorflow_datasets``).
       download: allow TFDS to download and prepare the data (needs the internet once).
-      n_train: keep a random subset of this many training images (seed 000 uses 1,000 MNIST and
+      n_train: keep a random subset of this many training images (D uses 1,000 MNIST and
         10,000 CIFAR-10 images in some figures).
       flatten: return (n, H·W·C) instead of (n, H, W, C).
       seed: NumPy seed of the subset.

@@ -19,14 +19,10 @@ every pooling window,
 output is a reduction over the (u, v) channel groups of z̃ — no window gather, and the gradient of
 the pooling is elementwise.
 
-Why: XLA:CPU computes a convolution as an im2col GEMM of inner size k_h·k_w·C and width O. For
-LeNet-5's small channel counts (C = 1, O = 6; C = 6, O = 16) that GEMM is too thin for the
-vector units; the blocked form has inner size K²b²C and width b²O (b = 2: 36 × 24 for conv1,
-216 × 64 for conv2) at (K/k)²b² = 1.44× the multiply-adds. Measured on the 2-core CPU of
-benchmarks/bench_zoo.py (batch 512, forward + ReLU + 2×2 max-pool and its gradient, ms, best of
-20): conv1 (32×32×1 → 6, kernel gradient) 22.3 → 9.4, conv2 (14×14×6 → 16, kernel and input
-gradients) 20.1 → 11.8. For wide layers (C, O ≳ 64) the extra multiply-adds cost more than the
-shape gains: use the plain convolution there.
+Why: a convolution is an im2col GEMM of inner size k_h·k_w·C and width O, too thin for the vector
+units at LeNet-5's channel counts; the blocked form is K²b²C × b²O (b = 2: 36 × 24 for conv1,
+216 × 64 for conv2) at (K/k)²b² = 1.44× the multiply-adds, a gain for thin layers only (timings in
+``benchmarks/bench_zoo.py``); use the plain convolution for wide layers (C, O ≳ 64).
 
 Same values as ``pool2d(act(conv(x)), b, kind)`` up to float round-off (a different summation
 order); tests/nets/test_conv_pool.py checks values and gradients against that composition.
@@ -120,8 +116,8 @@ def conv_pool(
       act: elementwise activation between the convolution and the pooling (``None``: identity).
       monotone: ``act`` is nondecreasing (ReLU, tanh, sigmoid, GELU is *not*). Max pooling then
         commutes with it and with the bias, max_w act(z_w + β) = act(max_w z_w + β), so both are
-        applied to the pooled output: the same values with b² times fewer evaluations (the
-        LeNet-5 step 24.5 → 21.4 ms). Ignored for average pooling.
+        applied to the pooled output: the same values with b² times fewer evaluations
+        (benchmarks/bench_zoo.py). Ignored for average pooling.
 
     Returns:
       (n, ⌊H_o/b⌋, ⌊W_o/b⌋, O), H_o × W_o the convolution's output size.
@@ -164,7 +160,7 @@ def conv_pool(
     xb = x.reshape(n, hi // b, b, wi // b, b, c).transpose(0, 1, 3, 2, 4, 5)
     xb = xb.reshape(n, hi // b, wi // b, b * b * c)
     wb = jnp.concatenate([kernel.reshape(-1), jnp.zeros((1,), kernel.dtype)])[idx]
-    z = conv.conv_general_dilated(  # the layer's own (nets.models.convolution.loop_friendly)
+    z = conv.conv_general_dilated(  # the layer's own (nets.xla_cpu.loop_friendly swaps it)
         xb, wb, (1, 1), "VALID", dimension_numbers=_DIMENSIONS, precision=conv.precision
     ).reshape(n, ho, wo, b * b, o)
     if kind == "max" and monotone:  # max_w act(z_w + β) = act(max_w z_w + β)

@@ -1,4 +1,4 @@
-"""nets.compiler: per-program XLA:CPU options, passed through, rejected gracefully, same results."""
+"""nets.xla_cpu's compiler options: per-program XLA:CPU options, passed through, rejected gracefully, same results."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import optax
 import pytest
 from flax import nnx
 
-from nets import compiler
+from nets import xla_cpu as compiler
 from nets.models import LeNet5
 from tests.nets.test_step import TOL
 
@@ -83,7 +83,7 @@ def test_lenet5_training_is_the_same_with_and_without_the_options():
 
 def test_options_if_decides_per_call_and_nets_applies_them_to_convolutional_models(monkeypatch):
     from nets import MLP, TrainConfig
-    from nets.step import build, uses_cpu_options
+    from nets.step import build
 
     # a stand-in jax.jit whose compiled "program" reports the options it was built with
     monkeypatch.setattr(compiler, "compiler_options", lambda backend=None: {"probe": "1"})
@@ -99,5 +99,32 @@ def test_options_if_decides_per_call_and_nets_applies_them_to_convolutional_mode
     def program(model):
         return build(model, TrainConfig(), num_classes=10, steps_per_epoch=1, total_steps=1)[0]
 
-    assert uses_cpu_options(program(LeNet5(rngs=nnx.Rngs(0))))
-    assert not uses_cpu_options(program(MLP(64, (8,), 10, rngs=nnx.Rngs(0))))
+    lenet, mlp = program(LeNet5(rngs=nnx.Rngs(0))), program(MLP(64, (8,), 10, rngs=nnx.Rngs(0)))
+    assert lenet.cpu_options and not mlp.cpu_options
+
+
+def test_program_jit_takes_the_options_the_program_carries(monkeypatch):
+    """program_jit decides from Program.cpu_options alone (set once, by xla_cpu.tune in build)."""
+    import dataclasses
+
+    monkeypatch.setattr(compiler, "compiler_options", lambda backend=None: {"probe": "1"})
+    monkeypatch.setattr(
+        compiler.jax, "jit", lambda f, **kw: lambda *a, **k: kw.get("compiler_options")
+    )
+
+    @dataclasses.dataclass(frozen=True)
+    class Stub:
+        cpu_options: bool
+
+    f = compiler.program_jit(lambda program, x: x, static_argnums=0)
+    assert f(Stub(True), 1.0) == {"probe": "1"} and f(Stub(False), 1.0) is None
+
+
+def test_aliases_keep_the_documented_names():
+    from nets import blas
+    from nets import compiler as alias
+
+    assert alias.jit is compiler.jit and alias.CPU_OPTIONS is compiler.CPU_OPTIONS
+    assert alias.compiler_options is compiler.compiler_options
+    assert blas.one_blas_thread is compiler.one_blas_thread
+    assert blas.limit_blas_threads is compiler.limit_blas_threads

@@ -1,4 +1,4 @@
-"""nets.models.convolution: loop-friendly convolution gradients, checked against jax's own rules.
+"""nets.xla_cpu.loop_friendly: loop-friendly convolution gradients, checked against jax's own rules.
 
 The reference gradients are jax's transpose rules of ``lax.conv_general_dilated`` (independent
 code: they permute dimension numbers, ours transpose the arrays). float64 tolerance 1e-12
@@ -17,7 +17,7 @@ from flax import nnx
 from jax import lax
 
 from nets.models import LeNet5, ResNet18
-from nets.models.convolution import conv_general_dilated, loop_friendly
+from nets.xla_cpu import conv_general_dilated, loop_friendly
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 

@@ -39,7 +39,7 @@ TOL = {
     "same_dlr": dict(rtol=1e-5),
     # traced schedule factor × η vs optax's schedules: one float32 rounding each
     "schedule": dict(rtol=1e-6, atol=1e-9),
-    # nets.compiler's CPU options vs plain jax.jit: other convolution/reduction kernels, i.e.
+    # nets.xla_cpu's CPU options vs plain jax.jit: other convolution/reduction kernels, i.e.
     # reassociated float32 sums of ≤ 400 terms per output (~400·ε32 ≈ 5e-5 relative worst case,
     # ~1e-6 typical), through 5 SGD steps of LeNet-5
     "compiler_options": dict(rtol=1e-4, atol=1e-6),
@@ -139,6 +139,21 @@ def test_train_many_equals_sequential_train_per_run(small):
     assert not np.allclose(_leaves(models[0])[0], _leaves(models[1])[0])
 
 
+def test_train_many_unvectorized_equals_train_bitwise(small):
+    """vectorize=False steps the runs one after another in one program: train's exact values."""
+    base = TrainConfig(lr=0.05, optimizer="adam", batch_size=64, epochs=2, weight_decay=1e-4)
+    configs = [dataclasses.replace(base, lr=lr) for lr in (0.02, 0.1)]
+    keys = [jax.random.key(10), jax.random.key(11)]
+    kw = dict(log_every=6, eval_size=100)
+    models, hists = train_many([_mlp(0), _mlp(1)], small, configs, keys, vectorize=False, **kw)
+    for i in range(2):
+        ref, ref_hist = train(_mlp(i), small, configs[i], key=keys[i], progress=False, **kw)
+        for a, b in zip(_leaves(ref), _leaves(models[i]), strict=True):
+            np.testing.assert_array_equal(b, a)
+        for key in ("loss", "test_loss", "train_acc", "dlr_test", "dlr_train", "lr"):
+            np.testing.assert_array_equal(hists[i].column(key), ref_hist.column(key))
+
+
 def test_train_many_refuses_runs_that_need_another_program(small):
     cfgs = [TrainConfig(epochs=1, batch_size=64), TrainConfig(epochs=1, batch_size=32)]
     keys = [jax.random.key(0)] * 2
@@ -148,6 +163,23 @@ def test_train_many_refuses_runs_that_need_another_program(small):
         train_many([_mlp(0), _mlp(1, (8,))], small, [cfgs[0]] * 2, keys)
     with pytest.raises(ValueError, match="same length"):
         train_many([_mlp(0)], small, cfgs, keys)
+
+
+@pytest.mark.parametrize("other", [dict(epochs=2), dict(steps=7), dict(epochs=2, steps=5)], ids=str)
+def test_train_many_refuses_runs_of_another_length(small, other):
+    """Runs of other lengths cannot share a program: a ValueError naming the lengths."""
+    base = TrainConfig(lr=0.05, batch_size=64, epochs=5)
+    cfgs = [base, dataclasses.replace(base, **other)]
+    with pytest.raises(ValueError, match="configs\\[1\\] trains .* steps"):
+        train_many([_mlp(0), _mlp(1)], small, cfgs, [jax.random.key(0)] * 2, metrics={})
+
+
+def test_train_many_accepts_one_length_spelled_two_ways(small):
+    """epochs=2 and steps=12 (6 steps per epoch) are the same run length."""
+    base = TrainConfig(lr=0.05, batch_size=64, epochs=2)
+    cfgs = [base, dataclasses.replace(base, steps=12)]
+    _, hists = train_many([_mlp(0), _mlp(1)], small, cfgs, [jax.random.key(0)] * 2, metrics={})
+    assert [h.steps for h in hists] == [12, 12] and hists[1].final["step"] == 12
 
 
 def test_divergence_carries_step_and_loss_and_spares_other_runs(small):

@@ -1,0 +1,88 @@
+"""End-to-end ``lrrich sweep``: ``--vmap`` against ``--jobs 1``, the whole command line, one run.
+
+Times the same sweep of small points twice from a fresh process each (imports, data, compilation,
+training, figures, reports and the sweep table included), first with ``--jobs 1`` (the points
+one after the other in one process), then with ``--vmap`` (the points in threads, their
+``nets.train`` calls stacked into one vmapped program), and prints both wall times and the ratio.
+Each run writes into its own temporary folder. The two results are compared against the
+documented tolerance ``lrrich.sweep_vmap.VMAP_RTOL``.
+
+    python benchmarks/bench_cli_sweep.py [--lrs 0.0003,0.001,0.003,0.01] [--seeds 4] [--epochs 5]
+
+Default: encoded-labels (MLP 784-256x3-10, Adam, 4,000 MNIST images), 4 learning rates × 4
+seeds = 16 points of 5 epochs (155 steps each for the rich and the lazy network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sweep(out: Path, mode: list[str], args) -> float:
+    cmd = [
+        sys.executable, "-m", "lrrich.cli", "sweep", args.experiment, "--quiet",
+        "--grid", f"lr={args.lrs}", "--seeds", str(args.seeds), "--set", f"epochs={args.epochs}",
+        "--out", str(out), *mode,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _summaries(folder: Path) -> dict[str, dict]:
+    return {
+        p.parent.name: json.loads(p.read_text())["summary"] for p in folder.glob("*/results.json")
+    }
+
+
+def _worst_difference(a: dict, b: dict) -> tuple[float, str]:
+    worst, where = 0.0, ""
+    for point, sa in a.items():
+        for key, va in sa.items():
+            vb = b[point].get(key)
+            if key.endswith(("_seconds", "_s")) or not isinstance(va, float) or vb is None:
+                continue
+            if math.isfinite(va) and math.isfinite(vb):
+                rel = abs(va - vb) / max(abs(vb), 1e-12)
+                if rel > worst:
+                    worst, where = rel, f"{point} {key}: {va:.6g} vs {vb:.6g}"
+    return worst, where
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment", default="encoded-labels")
+    ap.add_argument("--lrs", default="0.0003,0.001,0.003,0.01")
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=5)
+    args = ap.parse_args()
+    from lrrich.sweep_vmap import VMAP_RTOL
+
+    points = len(args.lrs.split(",")) * args.seeds
+    print(
+        f"{args.experiment}: {points} points, {args.epochs} epochs; load {os.getloadavg()[0]:.1f}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = _sweep(Path(tmp) / "jobs", ["--jobs", "1"], args)
+        vmap = _sweep(Path(tmp) / "vmap", ["--vmap"], args)
+        worst, where = _worst_difference(
+            _summaries(Path(tmp) / "vmap"), _summaries(Path(tmp) / "jobs")
+        )
+    print(f"--jobs 1: {jobs:.1f} s   --vmap: {vmap:.1f} s   ratio {jobs / vmap:.2f}x")
+    print(f"largest relative difference {worst:.2g} ({where}); VMAP_RTOL = {VMAP_RTOL:g}")
+    print(f"load after: {os.getloadavg()[0]:.1f} (1-minute average)")
+
+
+if __name__ == "__main__":
+    main()
