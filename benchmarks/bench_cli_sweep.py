@@ -11,6 +11,19 @@ documented tolerance ``lrrich.sweep_vmap.VMAP_RTOL``.
 
 Default: encoded-labels (MLP 784-256x3-10, Adam, 4,000 MNIST images), 4 learning rates × 4
 seeds = 16 points of 5 epochs (155 steps each for the rich and the lazy network).
+
+Measured 2026-11-26 on the 2-core CPU while other jobs loaded it (1-minute load average in
+brackets): ``--jobs 1`` 56.3 s vs ``--vmap`` 48.1 s, **1.17×** [3.4]; 101.5 vs 91.4 s, 1.11× [6.8];
+results bitwise equal. Where a ``--jobs 1`` point's ~3.0 s goes (in-process timers, 16 points,
+load ~3.6): training steps 1.08 s, log points 0.95 s (21 per network × 2 networks: forward of
+768 + 1,000 images and D_LR on both), figures 0.29 s, the experiment's own full-set forward
+passes and D_LR 0.40 s, model construction 0.13 s, data 0.04 s; imports and compilation are
+paid once per sweep. ``--vmap`` removes nothing of that per-point work: its 784-256×3 MLPs are
+compute-bound on this CPU (their GEMMs already run near the machine's rate unbatched; a ``vmap``
+of the step was no faster than one run after another, ~1.5–2.9 s vs ~1.5–2.2 s for 8 × 31 steps
+under load), so ≥ 3× against ``--jobs 1`` is out of reach for this experiment here; the gain
+of the stacked program is dispatch and compilation, which matter for small models
+(``bench_vmap_sweep.py``: a digits MLP 2–2.5× on the training steps).
 """
 
 from __future__ import annotations
