@@ -36,7 +36,7 @@ What moved them on 2026-11-24 (commits 3e75ab6, 6c8cc77), each kept because it m
 * **Scanned steps of conv nets were ~18× slower than these jitted ones** before that change:
   XLA:CPU leaves jax's convolution gradients (permuted dimension numbers) as naive loop nests
   inside a ``while`` body — LeNet-5 ~400 ms per step in ``nets.train``, one 3×3 stride-2 ResNet
-  kernel gradient 4.4 s instead of 47 ms. :mod:`nets.models.convolution` writes both gradients
+  kernel gradient 4.4 s instead of 47 ms. :func:`nets.xla_cpu.loop_friendly` writes both gradients
   in NHWC/HWIO form (``custom_vjp``, CPU only), and nets trains a copy with it
   (``loop_friendly``). This benchmark's steps now use that copy too, as nets does.
 
@@ -171,7 +171,7 @@ def jax_stepper(model: nnx.Module, x: np.ndarray, y: np.ndarray, chunk: int = 1)
     ``chunk = 1``: one jitted step per call, synchronised like PyTorch's ``loss.item()``.
     ``chunk > 1``: a ``lax.scan`` of ``chunk`` steps per call, as ``nets.train`` runs its
     steps between log points. Both compile as nets does: the training copy from
-    :func:`nets.models.convolution.loop_friendly`, :func:`nets.compiler.jit` with the CPU options
+    :func:`nets.xla_cpu.loop_friendly`, :func:`nets.compiler.jit` with the CPU options
     for convolutional models.
     """
     conv = has_convolution(model)
