@@ -19,13 +19,40 @@ from lrrich.experiments import _image_runs as common
 from lrrich.runner import run_experiment
 
 
+ROW_KEYS = {"quantity", "paper", "measured", "dataset", "scale", "verdict", "note"} | {
+    "criterion",
+    "tolerance",
+    "values",
+    "n_seeds",
+    "reference",
+}
+
+
 def _comparison_ok(res, dataset="mnist5k"):
     rows = res["comparison"]
     assert rows
     for r in rows:
-        assert set(r) == {"quantity", "paper", "measured", "dataset", "scale", "verdict", "note"}
+        assert set(r) == ROW_KEYS
         assert r["verdict"] in _comparison.VERDICTS and r["dataset"].startswith(dataset)
+        assert r["criterion"].startswith(("D ", "S ", "S:", "D Fig", "D §")) and r["tolerance"]
+        if "D_LR" in r["quantity"]:
+            assert 0 < r["reference"]["dlr"] < 1
     return {r["quantity"]: r for r in rows}
+
+
+def _report_prints_every_rows_test(run_dir, rows, n_seeds):
+    """report.md states, for every comparison row, its criterion, tolerance / test, n and, for
+    a D_LR, the random-feature reference."""
+    md = (run_dir / "report.md").read_text()
+    for r in rows:
+        assert f"  - criterion: {r['criterion']}" in md
+        assert f"  - tolerance / test: {r['tolerance']}" in md
+        plural = "s" if n_seeds != 1 else ""
+        assert f"** ({r['verdict']})\n" in md
+        assert f"  - per-seed values (n = {n_seeds} seed{plural}): " in md
+        if r["reference"]:
+            ref = r["reference"]
+            assert f"{ref['dlr']:.3f} (n {ref['n']}, p {ref['p']}, r {ref['rank']}" in md
 
 
 def _report_ok(run_dir, figures):
@@ -37,7 +64,7 @@ def _report_ok(run_dir, figures):
 
 
 def test_encoded_labels_rich_follows_the_code(tmp_path):
-    cfg = encoded_labels.Config(n_train=2000, width=64, depth=2, epochs=50, log_points=2)
+    cfg = encoded_labels.Config(n_train=2000, width=64, depth=2, epochs=50, log_points=2, seeds=1)
     res = run_experiment(encoded_labels.NAME, cfg, tmp_path)
     s = res["summary"]
     _report_ok(tmp_path, ["encoded_labels.png"])
@@ -54,6 +81,26 @@ def test_encoded_labels_rich_follows_the_code(tmp_path):
     rows = _comparison_ok(res)
     assert rows["test D_LR rich / lazy"]["verdict"] != "not reproduced"
     assert res["dataset"] == {"name": "mnist5k", "n_train": 2000, "n_test": 1000}
+
+
+def test_encoded_labels_three_seeds_report_every_rows_test(tmp_path):
+    """The default three seeds, tiny: each row is judged over three per-seed values and the
+    report prints criterion, tolerance, n and the random-feature reference for every row."""
+    cfg = encoded_labels.Config(n_train=256, width=16, depth=1, epochs=4, log_points=1)
+    assert cfg.seeds == 3
+    res = run_experiment(encoded_labels.NAME, cfg, tmp_path)
+    assert [p["seed"] for p in res["per_seed"]] == [0, 1, 2]
+    assert len({p["rich_dlr"] for p in res["per_seed"]}) == 3  # the seeds differ
+    assert res["summary"]["rich_dlr"] == pytest.approx(
+        np.mean([p["rich_dlr"] for p in res["per_seed"]])
+    )
+    rows = _comparison_ok(res)
+    for r in rows.values():
+        assert r["n_seeds"] == 3 and all(len(v) == 3 for v in r["values"].values())
+    ref = rows["test D_LR rich / lazy"]["reference"]
+    assert (ref["n"], ref["p"], ref["rank_source"]) == (1000, 16, "measured")
+    assert ref["rank"] == max(p[f"{m}_dlr_rank"] for p in res["per_seed"] for m in ("rich", "lazy"))
+    _report_prints_every_rows_test(tmp_path, rows.values(), 3)
 
 
 def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
@@ -145,7 +192,17 @@ def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
 
 def test_comparison_rows_reject_unknown_verdicts():
     with pytest.raises(ValueError, match="verdict must be one of"):
-        _comparison.row("q", 1, 2, dataset="d", scale="s", verdict="almost")
+        _comparison.row(
+            "q",
+            1,
+            2,
+            dataset="d",
+            scale="s",
+            verdict="almost",
+            criterion="c",
+            tolerance="t",
+            values=[2],
+        )
     assert _comparison.judge(True, False) == "reproduced"
     assert _comparison.judge(False, True) == "direction reproduced"
     assert _comparison.judge(False, False) == "not reproduced"
