@@ -225,7 +225,7 @@ def comparison(tables: list[list[dict]], config: Config, data) -> list[dict]:
     sums = [_summary(t, config.alphas) for t in tables]
     dlr_rho = [s["dlr_spearman_vs_alpha"] for s in sums]
     monotone = [s["dlr_monotone"] for s in sums]
-    rising = _all_or_none([np.isfinite(r) and r > 0 for r in dlr_rho])
+    rising = _comparison.in_every_seed([np.isfinite(r) and r > 0 for r in dlr_rho])
     ends = " / ".join(f"{t[0]['dlr']:.3f} -> {t[-1]['dlr']:.3f}" for t in tables)
     reference = cmp.rf_reference(len(data.x_train), tables[0][0]["n_features"], data.num_classes)
     rows = [
@@ -235,7 +235,7 @@ def comparison(tables: list[list[dict]], config: Config, data) -> list[dict]:
             f"{cmp.mean_std(dlr_rho, '+.2f')} ({ends})",
             dataset=dataset,
             scale=scale,
-            verdict=cmp.judge(_all_or_none(monotone), rising),
+            verdict=cmp.judge(_comparison.in_every_seed(monotone), rising),
             criterion=f"{_DLR_CLAIM}. Reproduced: D_LR strictly increasing over the α grid; "
             "direction: Spearman(α, D_LR) > 0",
             tolerance="strictly increasing in every seed (Spearman +1); direction: Spearman > 0 "
@@ -256,8 +256,8 @@ def comparison(tables: list[list[dict]], config: Config, data) -> list[dict]:
             if claim == "Invariant to α":
                 value = cmp.within([st["worst_ratio"] for st in stats], 1.0, "invariant")
             else:
-                value = _all_or_none([st["rho"] * lazier < -ALIGNED for st in stats])
-            direction = _all_or_none([st["rho"] * lazier <= ALIGNED for st in stats])
+                value = _comparison.in_every_seed([st["rho"] * lazier < -ALIGNED for st in stats])
+            direction = _comparison.in_every_seed([st["rho"] * lazier <= ALIGNED for st in stats])
             measured = "; ".join(
                 f"Spearman {st['rho']:+.2f}, {st['first']:.3g} -> {st['last']:.3g} "
                 f"(alpha <= {st['alpha_max']:g})"
@@ -320,14 +320,6 @@ def _prior_stats(rows: list[dict], alphas: np.ndarray, key: str, lazier: int) ->
         "alpha_max": float(alphas[fitted].max()),
         "worst_ratio": float(ratios[np.argmax(np.abs(ratios - 1))]),
     }
-
-
-def _all_or_none(checks) -> bool | None:
-    """True when a check holds in every seed, False when in none, None when the seeds split."""
-    checks = [bool(c) for c in checks]
-    if all(checks):
-        return True
-    return False if not any(checks) else None
 
 
 _NOTES = {
