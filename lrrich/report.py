@@ -77,7 +77,8 @@ def _comparison_table(rows: list[dict]) -> list[str]:
     for r in rows:
         n = r.get("n_seeds")
         seeds = "—" if n is None else f"n = {n} seed{'s' if n != 1 else ''}"
-        out.append(f"- **{_cell(r.get('quantity', '?'))}** ({r.get('verdict', '—')})")
+        quantity = str(r.get("quantity", "?")).replace("\n", " ")
+        out.append(f"- **{quantity}** ({r.get('verdict', '—')})")
         out.append(f"  - criterion: {r.get('criterion') or '—'}")
         out.append(f"  - tolerance / test: {r.get('tolerance') or '—'}")
         out.append(f"  - per-seed values ({seeds}): {_seeds_text(r.get('values'))}")

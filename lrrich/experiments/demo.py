@@ -161,7 +161,7 @@ def comparison(summary: dict, config: Config) -> list[dict]:
     exact = "closed form vs adaptive float64 integration of the raw-parameter flow"
     rows = [
         cmp.row(
-            f"{name} modes: max |closed form - gradient flow| / S",
+            f"{name} modes: max error of the closed form against gradient flow, relative to S",
             "agree (exact solution)",
             f"{summary[key]:.1e}",
             dataset="none (population loss of the model)",
