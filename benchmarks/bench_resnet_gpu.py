@@ -1,63 +1,97 @@
 """ResNet18 training images/s on CIFAR-shaped synthetic data: lrrich (JAX) vs the same PyTorch model.
 
-Pre-activation ResNet18 (k = 64, 11.2 M parameters, Nakkiran et al.'s ``PreActResNet18``) on
-random 32×32×3 images, cross-entropy, SGD with momentum 0.9, batch 256 by default. The JAX side is
-the library's own compiled step (``nets.step.run_jit``: a ``lax.scan`` of the pure step) with
-``TrainConfig.compute_dtype`` float32 or bfloat16 (bfloat16 matmuls/convolutions, float32
-parameters, optimizer state and metrics); the PyTorch side is the same network in ``torch.nn``
-(channels-last, ``torch.autocast`` to bfloat16 for ``--dtype bfloat16``). Target on a GPU: ratio
-JAX/PyTorch ≥ 1.0.
+Pre-activation ResNet18 (k = 64, 11.2 M parameters, Nakkiran et al.'s ``PreActResNet18``,
+``nets/models/resnet.py``) on random 32×32×3 images with random labels, cross-entropy, SGD with
+momentum 0.9, batch 256 by default.
 
-    python benchmarks/bench_resnet_gpu.py --device gpu [--dtype bfloat16] [--batch 256]
-    python benchmarks/bench_resnet_gpu.py --device cpu --batch 8 --steps 2   # smoke test
+* JAX: ``nets.train`` of ``nets.get_model("resnet18")``, as a user runs it, with
+  ``TrainConfig.compute_dtype`` float32 or bfloat16 (bfloat16 matmuls/convolutions; parameters,
+  optimizer state and metrics float32). One epoch is one timed round of ``--steps`` steps (one
+  compiled ``lax.scan``); the rate comes from ``History.records[i]["train_time"]``, which leaves
+  out the first (compiling) round and the log points.
+* PyTorch, the standard fast recipe: the same network in ``torch.nn`` with ``channels_last``
+  memory, ``cudnn.benchmark``, ``torch.autocast`` to bfloat16 for ``bfloat16`` (AMP), eager and,
+  as a second reference, ``torch.compile`` (default mode). Float32 keeps PyTorch's defaults
+  (TF32 convolutions on GPU, as JAX's default precision). On a CPU the images stay NCHW: with
+  ``channels_last``, torch 2.13.0+cpu's oneDNN convolutions corrupted the heap ("double free or
+  corruption", or a stall) on the 2-core AMD EPYC this was written on.
 
-``--device gpu`` needs a CUDA build of jax (``pip install -U "jax[cuda12]"``) and of torch.
+Both sides report the best round (least disturbed by other load; the median is kept beside it).
+Goal on a GPU: JAX / PyTorch AMP ≥ 1.0 at the same precision.
+
+    python benchmarks/bench_resnet_gpu.py                        # both sides, both dtypes
+    python benchmarks/bench_resnet_gpu.py --side torch --compile --dtype bfloat16
+    JAX_PLATFORMS=cpu python benchmarks/bench_resnet_gpu.py --device cpu --batch 8 --steps 2 --width 4
+
+``benchmarks/gpu_check.py`` runs these functions as its ResNet phases.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from nets import ResNet18, TrainConfig
-from nets.step import build, run_jit
+from nets import TrainConfig, get_model, train
+from nets.data import Dataset
+
+DTYPES = ("float32", "bfloat16")
+LR = 0.01  # small enough that random labels never diverge; the rate does not depend on it
 
 
-def jax_images_per_s(device: str, dtype: str, batch: int, steps: int, rounds: int) -> float:
-    dev = jax.devices("gpu" if device == "gpu" else "cpu")[0]
+def synthetic_cifar(n: int, seed: int = 0) -> Dataset:
+    """n random NHWC 32×32×3 float32 images with random labels in 10 classes (train = test)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 32, 32, 3), dtype=np.float32)
+    y = rng.integers(0, 10, n).astype(np.int32)
+    return Dataset(x, y, x[:256], y[:256], 10, name="synthetic-cifar")
+
+
+def _rates(round_seconds: list[float], images: int) -> dict:
+    return {
+        "images_per_s": images / min(round_seconds),
+        "median_images_per_s": images / statistics.median(round_seconds),
+        "rounds": len(round_seconds),
+        "round_s": round_seconds,
+    }
+
+
+def jax_images_per_s(
+    dtype: str, *, batch: int, steps: int, rounds: int, width: int = 64, device: str = "auto"
+) -> dict:
+    """Images/s of ``nets.train`` on ResNet18-``width``: best and median of ``rounds`` epochs.
+
+    Returns:
+      ``{"images_per_s", "median_images_per_s", "rounds", "round_s", "compile_s", "wall_s",
+      "backend"}``; ``compile_s`` is History's first (compiling) round and log point.
+    """
+    data = synthetic_cifar(batch * steps)
+    cfg = TrainConfig(loss="ce", lr=LR, momentum=0.9, batch_size=batch, epochs=rounds + 1,
+                      compute_dtype=dtype)  # fmt: skip
+    dev = jax.devices()[0] if device == "auto" else jax.devices(device)[0]
+    t0 = time.perf_counter()
     with jax.default_device(dev):
-        cfg = TrainConfig(loss="ce", lr=0.1, momentum=0.9, batch_size=batch, steps=steps,
-                          compute_dtype=dtype)  # fmt: skip
-        program, state, hp = build(
-            ResNet18(rngs=nnx.Rngs(0)), cfg, num_classes=10, steps_per_epoch=1, total_steps=steps
-        )
-        rng = np.random.default_rng(0)
-        x = jnp.asarray(rng.standard_normal((batch, 32, 32, 3), dtype=np.float32))
-        y = jnp.asarray(rng.integers(0, 10, batch).astype(np.int32))
-        idx = jnp.tile(jnp.arange(batch, dtype=jnp.int32), (steps, 1))
-        key = jax.random.key(0)
-        state, losses = run_jit(program, state, x, y, idx, key, hp)  # compile
-        losses.block_until_ready()
-        best = float("inf")
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            state, losses = run_jit(program, state, x, y, idx, key, hp)
-            losses.block_until_ready()
-            best = min(best, time.perf_counter() - t0)
-        assert np.all(np.isfinite(np.asarray(losses)))
-    return steps * batch / best
+        model = get_model("resnet18", num_classes=10, k=width, rngs=nnx.Rngs(0))
+        _, hist = train(model, data, cfg, key=jax.random.key(0), log_every=steps, eval_size=batch,
+                        metrics={}, progress=False)  # fmt: skip
+    wall = time.perf_counter() - t0
+    cumulative = [r["train_time"] for r in hist.records]  # a record after every epoch
+    per_round = [b - a for a, b in zip(cumulative[1:], cumulative[2:], strict=False)]
+    out = _rates(per_round, batch * steps)
+    out.update(compile_s=hist.compile_time, wall_s=wall, backend=dev.platform)
+    return out
 
 
-def torch_images_per_s(device: str, dtype: str, batch: int, steps: int, rounds: int) -> float:
+def torch_resnet18(width: int = 64, num_classes: int = 10):
+    """Nakkiran et al.'s ``PreActResNet18`` in ``torch.nn``, layer for layer ``nets.ResNet18``."""
     import torch
     from torch import nn
 
-    class Block(nn.Module):  # Nakkiran et al.'s PreActBlock
+    class Block(nn.Module):  # PreActBlock: y = conv(relu(bn(conv(relu(bn(x)))))) + shortcut
         def __init__(self, cin, cout, stride):
             super().__init__()
             self.bn1, self.bn2 = nn.BatchNorm2d(cin), nn.BatchNorm2d(cout)
@@ -74,32 +108,62 @@ def torch_images_per_s(device: str, dtype: str, batch: int, steps: int, rounds: 
             return out + sc
 
     class Net(nn.Module):
-        def __init__(self, k=64):
+        def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv2d(3, k, 3, 1, 1, bias=False)
-            layers, cin = [], k
+            self.conv1 = nn.Conv2d(3, width, 3, 1, 1, bias=False)
+            layers, cin = [], width
             for stage in range(4):
                 for b in range(2):
-                    layers.append(Block(cin, k * 2**stage, 2 if stage and not b else 1))
-                    cin = k * 2**stage
-            self.layers, self.head = nn.Sequential(*layers), nn.Linear(8 * k, 10)
+                    layers.append(Block(cin, width * 2**stage, 2 if stage and not b else 1))
+                    cin = width * 2**stage
+            self.layers, self.head = nn.Sequential(*layers), nn.Linear(8 * width, num_classes)
 
         def forward(self, x):
             out = torch.nn.functional.avg_pool2d(self.layers(self.conv1(x)), 4)
             return self.head(out.flatten(1))
 
-    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    return Net()
+
+
+def torch_images_per_s(
+    dtype: str,
+    *,
+    batch: int,
+    steps: int,
+    rounds: int,
+    width: int = 64,
+    compiled: bool = False,
+    device: str = "auto",
+) -> dict:
+    """Images/s of PyTorch's recipe on the same network: best and median of ``rounds`` rounds.
+
+    Returns:
+      ``{"images_per_s", "median_images_per_s", "rounds", "round_s", "warmup_s", "device",
+      "memory_format", "cudnn_allow_tf32", "matmul_allow_tf32"}``; ``warmup_s`` holds ``torch.compile``'s
+      compilation when ``compiled``.
+    """
+    import torch
+    from torch import nn
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device("cuda" if device == "gpu" else device)
+    torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
-    model = Net().to(dev, memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x = torch.randn(batch, 3, 32, 32, device=dev).to(memory_format=torch.channels_last)
-    y = torch.randint(0, 10, (batch,), device=dev)
+    layout = torch.channels_last if dev.type == "cuda" else torch.contiguous_format  # docstring
+    model = torch_resnet18(width).to(dev, memory_format=layout)
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    net = torch.compile(model) if compiled else model
+    data = synthetic_cifar(batch)
+    x = torch.from_numpy(data.x_train).permute(0, 3, 1, 2).to(dev)
+    x = x.contiguous(memory_format=layout)
+    y = torch.from_numpy(data.y_train).long().to(dev)
     low = dtype == "bfloat16"
 
     def one():
         opt.zero_grad(set_to_none=True)
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=low):
-            loss = nn.functional.cross_entropy(model(x), y)
+            loss = nn.functional.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -108,18 +172,29 @@ def torch_images_per_s(device: str, dtype: str, batch: int, steps: int, rounds: 
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(2):
+    t0 = time.perf_counter()
+    for _ in range(3):  # cudnn autotuning, and torch.compile's compilation
         one()
     sync()
-    best = float("inf")
+    warmup = time.perf_counter() - t0
+    times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(steps):
             loss = one()
         sync()
-        best = min(best, time.perf_counter() - t0)
-    assert torch.isfinite(loss)
-    return steps * batch / best
+        times.append(time.perf_counter() - t0)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"PyTorch loss became {float(loss)}")
+    out = _rates(times, batch * steps)
+    out.update(
+        warmup_s=warmup,
+        device=str(dev),
+        memory_format=str(layout).removeprefix("torch."),
+        cudnn_allow_tf32=bool(torch.backends.cudnn.allow_tf32),
+        matmul_allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+    )
+    return out
 
 
 def main() -> None:
@@ -127,23 +202,36 @@ def main() -> None:
 
     limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--dtype", choices=(*DTYPES, "both"), default="both")
+    parser.add_argument("--side", choices=("jax", "torch", "both"), default="both")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds (best is reported)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (best is reported)")
+    parser.add_argument("--width", type=int, default=64, help="k of ResNet18-k")
     args = parser.parse_args()
-    a = (args.device, args.dtype, args.batch, args.steps, args.rounds)
-    jx = jax_images_per_s(*a)
-    print(f"ResNet18 (PreAct, k=64), batch {args.batch}, SGD momentum, {args.dtype}, {args.device}")
-    print(f"  lrrich (JAX {jax.__version__}): {jx:9.1f} images/s")
-    try:
-        th = torch_images_per_s(*a)
-    except ImportError:
-        print("  PyTorch not installed")
-        return
-    print(f"  PyTorch                : {th:9.1f} images/s")
-    print(f"  ratio JAX / PyTorch = {jx / th:.2f}  (target ≥ 1.0)")
+    size = dict(batch=args.batch, steps=args.steps, rounds=args.rounds, width=args.width)
+    dtypes = DTYPES if args.dtype == "both" else (args.dtype,)
+    print(f"ResNet18 (PreAct, k={args.width}), batch {args.batch}, SGD momentum, images/s (best)")
+    for dtype in dtypes:
+        rates = {}
+        if args.side in ("jax", "both"):
+            rates["lrrich (JAX)"] = jax_images_per_s(dtype, device=args.device, **size)
+        if args.side in ("torch", "both"):
+            try:
+                rates["PyTorch eager"] = torch_images_per_s(dtype, device=args.device, **size)
+                if args.compile:
+                    rates["PyTorch compiled"] = torch_images_per_s(
+                        dtype, device=args.device, compiled=True, **size
+                    )
+            except ImportError:
+                print("  PyTorch not installed")
+        for name, r in rates.items():
+            print(f"  {dtype:9s} {name:17s}: {r['images_per_s']:9.1f}")
+        if "lrrich (JAX)" in rates and "PyTorch eager" in rates:
+            ratio = rates["lrrich (JAX)"]["images_per_s"] / rates["PyTorch eager"]["images_per_s"]
+            print(f"  {dtype:9s} ratio JAX / PyTorch eager = {ratio:.2f}  (goal ≥ 1.0)")
 
 
 if __name__ == "__main__":

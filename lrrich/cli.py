@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -29,10 +31,18 @@ def _print_summary(results: dict) -> None:
 
 
 def _cmd_list(args) -> int:
-    from lrrich.registry import discover
+    from lrrich.registry import PAPERS, SMALL_RUNTIMES, discover, paper_keys
 
+    print(f"{'name':<22s} {'runtime':>11s}  reproduces")
     for name, exp in sorted(discover().items()):
-        print(f"{name:<28s} {exp.description}")
+        print(f"{name:<22s} {SMALL_RUNTIMES.get(name, '?'):>11s}  {exp.description}")
+        for key in paper_keys(exp.description):
+            print(f"{'':<36s}{key} = {PAPERS[key]}")
+    print(
+        "\nruntime: `lrrich run NAME` at the default small scale, wall time on an idle 2-core "
+        "CPU (CPU: CPU time, measured under load); `--scale paper` is the paper's setting for "
+        "an accelerator. Details: docs/experiments.md"
+    )
     return 0
 
 
@@ -41,8 +51,9 @@ def _cmd_run(args) -> int:
     from lrrich.runner import default_run_dir, run_experiment
 
     exp = get(args.name)
-    config = exp.config(args.scale, _parse_sets(args.set))
+    config = exp.config(args.scale, _parse_sets(args.set), runnable=True)
     run_dir = Path(args.out) if args.out else default_run_dir(exp.name)
+    args.folder = run_dir
     _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")
     results = run_experiment(exp, config, run_dir, scale=args.scale, resume=args.resume)
     if results["status"] != "finished":
@@ -50,12 +61,14 @@ def _cmd_run(args) -> int:
         print(f"report: {run_dir / 'report.md'}")
         return 1
     _print_summary(results)
+    if exp.verdict is not None:
+        print(exp.verdict(results))
     print(f"report: {run_dir / 'report.md'}")
     return 0
 
 
 def _cmd_demo(args) -> int:
-    args.name, args.scale, args.set, args.resume = "demo", "small", args.set, False
+    args.name, args.scale = "demo", "small"
     return _cmd_run(args)
 
 
@@ -76,9 +89,10 @@ def _slurm_options(args):
 
 
 def _cmd_sweep(args) -> int:
-    from lrrich.sweep import parse_grid, parse_shard, run_sweep
+    from lrrich.sweep import parse_grid, parse_shard, run_sweep, text_table
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{args.name}"
+    args.folder = out
     result = run_sweep(
         args.name,
         parse_grid(args.grid),
@@ -90,13 +104,13 @@ def _cmd_sweep(args) -> int:
         yes=args.yes,
         progress=not args.quiet,
         executor=args.executor,
-        slurm=_slurm_options(args) if args.executor == "slurm" else None,
+        slurm=_slurm_options(args) if args.executor != "local" else None,
         shard=parse_shard(args.shard) if args.shard else None,
         vmap=args.vmap,
         fixed=_parse_sets(args.set),
     )
     if not args.quiet:
-        print((out / "sweep.md").read_text())
+        print(text_table(result))
     for f in result["failures"]:
         first = (f["message"] or "").strip().splitlines()
         print(f"lrrich: {f['dir']}: {f['status']}: {first[0] if first else ''}", file=sys.stderr)
@@ -172,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
     s.add_argument("--out", default=None, help="run directory (default runs/demo-TIMESTAMP)")
+    s.add_argument(
+        "--resume", action="store_true", help="continue the run folder --out (same config only)"
+    )
     s.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser(
@@ -188,9 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, help="sweep folder (default runs/sweep-NAME)")
     s.add_argument(
         "--executor",
-        choices=["local", "slurm"],
+        choices=["local", "slurm", "local-submitit"],
         default="local",
-        help="local: this machine; slurm: one SLURM job array through submitit",
+        help="local: this machine; slurm: one SLURM job array through submitit (refused without "
+        "sbatch); local-submitit: the same array as local processes, to try it on a laptop",
     )
     s.add_argument(
         "--shard",
@@ -222,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--slurm-cluster",
         choices=["slurm", "local", "debug"],
         default=None,
-        help="submitit cluster (default: slurm when sbatch exists; local: local processes)",
+        help="submitit cluster (default slurm, refused without sbatch; local: local processes, "
+        "as --executor local-submitit; debug: this process)",
     )
     g.add_argument(
         "--no-wait", action="store_true", help="return after submitting; re-run to aggregate"
@@ -287,6 +306,22 @@ def _quiet_progress_bars(quiet: bool) -> None:
         os.environ["TQDM_DISABLE"] = "1"
 
 
+def _log_progress(quiet: bool) -> None:
+    """Progress lines of the experiments (``logging.getLogger("lrrich...")``, INFO) go to stderr
+    as plain lines, unless ``--quiet``."""
+    logger = logging.getLogger("lrrich")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+class _StderrLines(logging.Handler):
+    """The message alone, on whatever ``sys.stderr`` is when it is emitted."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), file=sys.stderr, flush=True)
+
+
 def _one_blas_thread() -> None:
     """One OpenBLAS thread for this process and its workers (:mod:`nets.blas`: the LAPACK calls of
     the metrics run ~100× faster on small CPUs than with OpenBLAS's default threads)."""
@@ -296,19 +331,55 @@ def _one_blas_thread() -> None:
     limit_blas_threads()
 
 
+def _continue_command(args, argv: list[str]) -> str:
+    """The command that continues ``args.folder``: the same arguments with ``--out`` spelled out
+    and, for ``run`` / ``demo``, ``--resume`` (a sweep continues by running it again)."""
+    words = list(argv)
+    if args.out is None:
+        words += ["--out", str(args.folder)]
+    if args.command in ("run", "demo") and "--resume" not in words:
+        words.append("--resume")
+    return shlex.join(["lrrich", *words])
+
+
+def _interrupted(args, argv: list[str]) -> int:
+    """One line for Ctrl-C: what was kept and how to continue it; exit status 130 (128 + SIGINT)."""
+    folder = getattr(args, "folder", None)
+    if folder is not None and Path(folder).is_dir() and any(Path(folder).iterdir()):
+        kept = "the finished points" if args.command == "sweep" else "the unfinished run"
+        print(
+            f"lrrich: interrupted; {folder} keeps {kept} — continue with: "
+            f"{_continue_command(args, argv)}",
+            file=sys.stderr,
+        )
+    else:
+        print("lrrich: interrupted; nothing was written", file=sys.stderr)
+    return _SIGINT_STATUS
+
+
+_SIGINT_STATUS = 130  # the shell's status for a process ended by SIGINT (128 + 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrrich`` console script.
 
     Expected failures (bad arguments or config values, unknown experiments, unreadable or
     unwritable files, a full disk, corrupt JSON, damaged checkpoints, a missing optional extra)
     print one line ``lrrich: error: ...`` and return 2; anything else is a bug and keeps its
-    traceback (``--debug`` shows the traceback always).
+    traceback (``--debug`` shows the traceback always). Ctrl-C prints one line naming the folder
+    and the command that continues it, and returns 130.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     _quiet_progress_bars(args.quiet)
     _one_blas_thread()
+    _log_progress(args.quiet)
     try:
         return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        return _interrupted(args, argv)
     except Exception as e:
         if args.debug or not _expected(e):
             raise

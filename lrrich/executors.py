@@ -2,7 +2,10 @@
 
 ``submitit.AutoExecutor.map_array`` submits one SLURM job array (one task per point) with a cap
 on the tasks running at once; its ``cluster="local"`` executor runs the same array as local
-subprocesses (what the tests use, offline) and ``cluster="debug"`` runs it in this process.
+subprocesses (what the tests use, offline; ``lrrich sweep --executor local-submitit``) and
+``cluster="debug"`` runs it in this process. Those two run only when asked for by name: SLURM
+(``cluster`` None or ``"slurm"``) without ``sbatch`` on the PATH is refused by :func:`check_available`
+before anything is written, never replaced by local processes behind the user's back.
 Each array task writes its stdout/stderr under ``<sweep>/logs/<job id>_*``; ``logs/jobs.json``
 maps every point folder to its job id and log files, and lets a re-run skip the points whose job
 is still queued or running.
@@ -11,6 +14,7 @@ is still queued or running.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,7 @@ class SlurmOptions:
       cpus_per_task: CPU cores per point.
       mem_gb: memory per point in GB (None: the partition's default).
       array_parallelism: most array tasks running at once (``%N`` of ``sbatch --array``).
-      cluster: None (SLURM when ``sbatch`` is available), ``"slurm"``, ``"local"`` (local
+      cluster: None or ``"slurm"`` (SLURM; refused without ``sbatch``), ``"local"`` (local
         subprocesses, for tests) or ``"debug"`` (in this process).
       wait: wait for the array to finish (then aggregate) instead of returning after submission.
       extra: further ``slurm_*`` parameters of submitit without the prefix (e.g. ``account``,
@@ -70,12 +74,32 @@ class SlurmOptions:
             )
 
 
-def _executor(folder: Path, name: str, options: SlurmOptions):
+def check_available(options: SlurmOptions) -> None:
+    """Refuse, before anything is written, a job array that cannot run as asked.
+
+    Raises:
+      ImportError: submitit is not installed (the ``[slurm]`` extra).
+      ValueError: SLURM was asked for (``cluster`` None or ``"slurm"``) and ``sbatch`` is not on
+        the PATH; the message names the local alternatives.
+    """
     try:
-        import submitit
+        import submitit  # noqa: F401
     except ImportError as e:
-        raise ImportError("--executor slurm needs submitit: pip install 'lrrich[slurm]'") from e
-    ex = submitit.AutoExecutor(folder=folder / "%j", cluster=options.cluster)
+        raise ImportError(
+            "--executor slurm needs submitit: pip install 'lrrich[slurm]'", name="submitit"
+        ) from e
+    if options.cluster in (None, "slurm") and shutil.which("sbatch") is None:
+        raise ValueError(
+            "--executor slurm: no SLURM here (sbatch is not on the PATH); use --executor local "
+            "(this machine) or --executor local-submitit (the same job array as local processes)"
+        )
+
+
+def _executor(folder: Path, name: str, options: SlurmOptions):
+    check_available(options)
+    import submitit
+
+    ex = submitit.AutoExecutor(folder=folder, cluster=options.cluster or "slurm")
     params: dict[str, Any] = {
         "name": name,
         "timeout_min": options.time_min,
@@ -99,7 +123,7 @@ def job_state(folder: Path, job_id: str) -> str:
     try:
         from submitit.slurm.slurm import SlurmJob
 
-        return str(SlurmJob(folder=folder / "%j", job_id=job_id).state)
+        return str(SlurmJob(folder=folder, job_id=job_id).state)
     except Exception:  # no sacct on this machine, or an unknown job: treat it as gone
         return "UNKNOWN"
 

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 
 from lrrich import io, runfolder
-from lrrich.registry import Experiment, get
+from lrrich.registry import Experiment, check_config, check_extras, get
 
 FINISHED, DIVERGED = "finished", "diverged"
 
@@ -63,11 +63,15 @@ def run_experiment(
 
     Raises:
       FileExistsError, ValueError: ``run_dir`` may not hold this run (see
-        :func:`lrrich.runfolder.prepare`).
+        :func:`lrrich.runfolder.prepare`), or ``config`` cannot run
+        (:func:`lrrich.registry.check_config`); nothing is written then.
+      ImportError: ``config`` needs an optional extra that is not installed.
     """
     exp = get(experiment) if isinstance(experiment, str) else experiment
     config = config if config is not None else exp.config(scale)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(exp.name)
+    check_config(config)  # before anything is written (the CLI has checked it already)
+    check_extras(config)
     if runfolder.prepare(run_dir, exp, config, scale=scale, resume=resume):
         record = io.read_json(run_dir / runfolder.CONFIG)
         record.setdefault("resumed", []).append(runfolder.provenance())

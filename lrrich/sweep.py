@@ -38,23 +38,34 @@ SWEEP_CONFIG = "sweep_config.json"
 STATUS = "status.json"
 FINISHED, DIVERGED, FAILED, PENDING = "finished", "diverged", "failed", "pending"
 DONE = (FINISHED, DIVERGED)  # final: not run again
-EXECUTORS = ("local", "slurm")
+EXECUTORS = ("local", "slurm", "local-submitit")
 _STD_LABEL = "sample standard deviation over seeds (ddof = 1)"
 _MAX_PANEL_COLUMNS = 4
 _MESSAGE_CHARS = 300  # of an error message in sweep.md (sweep.json keeps it whole)
 
 
 def parse_grid(items: list[str]) -> dict[str, list[str]]:
-    """``["lr=0.1,0.2", "depth=2,3"]`` → ``{"lr": ["0.1", "0.2"], "depth": ["2", "3"]}``."""
+    """``["lr=0.1,0.2", "depth=2,3"]`` → ``{"lr": ["0.1", "0.2"], "depth": ["2", "3"]}``.
+
+    Raises:
+      ValueError: an item without ``=``, an empty value (``lr=0.1,,0.2``), a value listed twice,
+        or a key given twice; the message names ``--grid``.
+    """
     grid = {}
     for item in items:
         if "=" not in item:
             raise ValueError(f"--grid expects key=v1,v2,..., got {item!r}")
-        k, vs = item.split("=", 1)
-        values = [v.strip() for v in vs.split(",") if v.strip()]
-        if not values:
-            raise ValueError(f"--grid {k}: no values")
-        grid[k.strip()] = values
+        k, vs = (part.strip() for part in item.split("=", 1))
+        values = [v.strip() for v in vs.split(",")]
+        if not k:
+            raise ValueError(f"--grid {item}: no key before '='")
+        if "" in values:
+            raise ValueError(f"--grid {k}={vs}: empty value (two commas, or one at an end)")
+        if len(set(values)) < len(values):
+            raise ValueError(f"--grid {k}={vs}: a value is listed twice")
+        if k in grid:
+            raise ValueError(f"--grid {k} is given twice; list all its values in one --grid")
+        grid[k] = values
     return grid
 
 
@@ -233,7 +244,9 @@ def run_sweep(
       max_runs: refuse a larger sweep unless ``yes``.
       yes: allow more than ``max_runs`` runs.
       progress: print one line per point to stderr (a progress bar on a terminal).
-      executor: ``"local"`` (this machine) or ``"slurm"`` (a submitit job array).
+      executor: ``"local"`` (this machine), ``"slurm"`` (a submitit job array on SLURM; refused
+        when ``sbatch`` is not on the PATH) or ``"local-submitit"`` (the same array as local
+        processes through submitit, for trying the path on a laptop).
       slurm: :class:`lrrich.executors.SlurmOptions` for ``executor="slurm"``.
       shard: ``(i, N)``: run only points ``i, i+N, i+2N, ...`` of the grid (any scheduler).
       vmap: run the unfinished points as one vmapped program when the experiment supports it.
@@ -250,6 +263,14 @@ def run_sweep(
     """
     if executor not in EXECUTORS:
         raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if executor != "local":
+        from lrrich.executors import SlurmOptions, check_available
+
+        slurm = slurm or SlurmOptions()
+        if executor == "local-submitit":
+            slurm = dataclasses.replace(slurm, cluster="local")
+        check_available(slurm)  # before anything is written
+        executor = "slurm"
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     exp = get(name)
@@ -265,7 +286,9 @@ def run_sweep(
         raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
     points = grid_points(grid, seeds)
     overrides = [{**fixed, **p} for p in points]
-    configs = [exp.config(scale, o) for o in overrides]  # type-check every value first
+    flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
+    # Every point's whole config is built and checked before anything is written or run.
+    configs = [exp.config(scale, o, flags=flags, runnable=True) for o in overrides]
     if len(points) > max_runs and not yes:
         raise ValueError(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
@@ -331,12 +354,15 @@ def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
             done(k, label, run_point(*a))
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=ctx, initializer=_worker_init
-        ) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
+        try:
             futs = [pool.submit(run_point, *a) for a in args]
             for k, (f, label) in enumerate(zip(futs, labels, strict=True), 1):
                 done(k, label, f.result())
+        except KeyboardInterrupt:  # Ctrl-C: start no further point; the folders stay resumable
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     if bar is not None:
         bar.close()
 
@@ -466,7 +492,8 @@ def _cell(stats: dict | None, n: int) -> str:
     return text if stats["n"] == n else f"{text} (n={stats['n']})"
 
 
-def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
+def _table(out: dict, grid_keys: list[str]) -> tuple[list[str], list[str], list[list[str]]]:
+    """What ``sweep.md`` and the terminal show: note lines, column names, cell rows."""
     rows = out["rows"]
     results, timings = _metric_names(rows)
     constant = _constant_metrics(rows)
@@ -475,25 +502,30 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
         s: sum(p["status"] == s for p in out["points"])
         for s in (FINISHED, DIVERGED, FAILED, PENDING)
     }
-    lines = [
-        f"# sweep: {out['experiment']}",
-        "",
+    notes = [
         f"{len(out['points'])} points: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v),
-        "",
         f"Cells: mean ± {out['std']}; n = finished seeds of the row (a single seed shows no ±; "
         "(n=k): the metric was defined, not NaN, for k of them).",
-        "",
     ]
     if constant:
         same = ", ".join(f"{k} = {v:.6g}" for k, v in constant.items())
-        lines += [f"The same in every finished run (not tabulated): {same}.", ""]
+        notes.append(f"The same in every finished run (not tabulated): {same}.")
     cols = [*grid_keys, "n", *results, *timings]
+    cells = []
+    for r in rows:
+        line = [r["point"][k] for k in grid_keys] + [str(r["n"])]
+        cells.append(line + [_cell(r.get(m), r["n"]) for m in [*results, *timings]])
+    return notes, cols, cells
+
+
+def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
+    notes, cols, cells = _table(out, grid_keys)
+    lines = [f"# sweep: {out['experiment']}", ""]
+    for note in notes:
+        lines += [note, ""]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + " --- |" * len(cols))
-    for r in rows:
-        cells = [r["point"][k] for k in grid_keys] + [str(r["n"])]
-        cells += [_cell(r.get(m), r["n"]) for m in [*results, *timings]]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(c) + " |" for c in cells]
     if figure:
         lines += ["", "![sweep](sweep.png)"]
     if out["failures"]:
@@ -503,6 +535,43 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
             msg = (f["message"] or "").replace("|", "/").replace("\n", " ")[:_MESSAGE_CHARS]
             lines.append(f"| {f['dir']} | {f['status']} | {msg} |")
     return "\n".join(lines) + "\n"
+
+
+def text_table(out: dict) -> str:
+    """The sweep's table as aligned plain text for a terminal (:func:`aggregate`'s result).
+
+    The same notes and cells as ``sweep.md``; no markdown syntax, no image link. The points that
+    did not finish are not repeated here (the CLI prints one line per point to stderr).
+    """
+    grid_keys = [k for k in out["grid"] if k != "seed"]
+    notes, cols, cells = _table(out, grid_keys)
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(cols)]
+    lines = [f"sweep: {out['experiment']}", *notes, ""]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for row in cells:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+_DECADE = 10.0  # a positive grid spanning at least this ratio may be drawn on a log axis
+
+
+def _log_spaced(xs: list[float]) -> bool:
+    """Whether grid values belong on a log axis: positive, spanning at least a decade, and (with
+    three or more values) spaced more evenly in log x than in x (0.001, 0.01, 0.1 but not 1..20).
+    """
+    x = np.unique(np.asarray(xs, dtype=float))
+    if len(x) < 2 or x[0] <= 0 or x[-1] / x[0] < _DECADE:
+        return False
+    if len(x) == 2:
+        return True
+
+    def unevenness(v):
+        steps = np.diff(v)
+        return steps.std() / steps.mean()
+
+    return bool(unevenness(np.log(x)) <= unevenness(x))
 
 
 def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
@@ -534,8 +603,8 @@ def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
             name = ", ".join(f"{k}={v}" for k, v in zip(rest, label, strict=True)) or None
             ax.errorbar([xs[i] for i in idx], y, yerr=e, marker="o", capsize=3, label=name)
         ax.set_xlabel(xkey)
-        ax.set_title(m, fontsize=9)
-        if numeric and min(xs) > 0 and max(xs) / min(xs) > 50:
+        ax.set_ylabel(m, fontsize=8)
+        if numeric and _log_spaced(xs):
             ax.set_xscale("log")
         if not numeric:
             ax.set_xticks(range(len(labels)), labels)

@@ -80,9 +80,17 @@ for name, model in models.items():
         f"S_init {float(feature_kernel_distance(phi0_test, phi_eval)):.3f}"
     )
 
+# %%
+d_eff = {name: float(d.d_eff_rho_adjusted) for name, d in decomps.items()}
+order = "<" if d_eff["rich"] < d_eff["lazy"] else "≥"
+print(f"C = 10 classes; D_eff(ρ): rich {d_eff['rich']:.1f} {order} lazy {d_eff['lazy']:.1f}")
+
 # %% [markdown]
-# The rich network's features concentrate on the ~C = 10 directions of its outputs (small D_LR,
-# D_eff(ρ) ≈ C, Π̂ saturates after ~C eigenfunctions); the lazy one keeps its random features.
+# The rich network's features concentrate on fewer directions than the lazy one's: smaller D_LR
+# and a smaller effective dimension D_eff(ρ), and Π̂ saturates after fewer eigenfunctions. They do
+# not reach the minimum-feature regime of T Table 2.2, D_eff(ρ) ≈ C = 10: this small MLP on 1,437
+# digits stops near 18 after 60 epochs (the lazy one near 29), so "rich" here is relative. The
+# lazy network keeps its random features (S_init = 0: its kernel never moves).
 
 # %%
 fig = plot_feature_decomposition(decomps, max_k=256)

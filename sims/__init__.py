@@ -3,8 +3,17 @@
 **One contract.** Every model module exposes
 
 * ``solve(init..., task..., t, *, eta...)`` — initial parameters first, then the task, then the
-  times ``t`` (any shape T); learning rates are keyword-only and named ``eta`` (one rate) or
-  ``eta_a``, ``eta_w`` (per layer). It returns a NamedTuple that always carries ``t``.
+  times ``t`` (any shape T); learning rates and options are keyword-only, the rates named ``eta``
+  (one rate) or ``eta_a``, ``eta_w`` (per layer). The order is never inferred from the values:
+  a call in another order fails on a shape or sign check, or on a positional rate (TypeError).
+  It returns a NamedTuple that always carries ``t`` and the network map under one name,
+  ``network_map``: β = a w (single_neuron), u = ab (diagonal), W₂W₁ (saxe, lambda_balanced),
+  θ (scalar_linear), the mode coefficients ⟨e_k|f⟩ (linear_model), the skill strengths R_k
+  (skills, emergence), f(x_j) on the training inputs (piecewise_linear), β(∞)
+  (``wide_deep.interpolant``). The former names stay as read-only aliases of that field:
+  ``beta``, ``u``, ``network``, ``theta``, ``coeff``, ``R``. ``scaling_laws.solve`` answers the
+  loss curve itself (it never stores its 10^5 skills), so its result has ``loss``, not
+  ``network_map``.
 * ``loss(params, task)`` — the raw-parameter ½-MSE that the flow θ̇ = −η∇L descends (the one
   :func:`gradient_flow` integrates and :func:`simulate` descends in discrete steps);
 * ``verify(key, n_cases)`` — the closed form against :func:`gradient_flow` (``lrrich verify``).

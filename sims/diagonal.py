@@ -82,46 +82,6 @@ class DiagonalTrajectory(NamedTuple):
         return self.network_map
 
 
-def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Array:
-    """num/den where ``ok``, else ``fallback`` — without NaNs in either branch (or its gradient)."""
-    return jnp.where(ok, num / jnp.where(ok, den, 1.0), fallback)
-
-
-def _growth_factors(p0, q0, S, rate, t):
-    """(p/p₀)² and (q/q₀)² at time t (module docstring); all inputs broadcast, ``rate`` = ησ².
-
-    C² = p₀²q₀² is factored out of the numerators of p(t)², q(t)², so neither factor is 0/0 at
-    q₀ = 0 or p₀ = 0 (C = 0, e.g. a balanced init) and p = p₀√(·), q = q₀√(·) are smooth there —
-    also in their derivatives, which a sign(q₀)√(q²) form turns into 0·∞ = NaN.
-    """
-    C = p0 * q0
-    D = jnp.hypot(2.0 * S, C)
-    pos = D > 0
-    # P₊ = D + 2S and |P₋| = D − 2S without cancellation (P₊|P₋| = C²).
-    p_plus = jnp.where(S < 0, _safe_div(C * C, D - 2.0 * S, S < 0, 0.0), D + 2.0 * S)
-    p_minus = jnp.where(S > 0, _safe_div(C * C, D + 2.0 * S, S > 0, 0.0), D - 2.0 * S)
-    w_plus = _safe_div(p_plus, 2.0 * D, pos, 0.5)
-    w_minus = _safe_div(p_minus, 2.0 * D, pos, 0.5)
-    x = rate * D * t
-    e = jnp.exp(-x)
-    # h = (1 − e^{−x})/(2D) = (ησ² t/2)·(1 − e^{−x})/x, finite as D → 0.
-    xs = jnp.where(x > 0, x, 1.0)
-    h = 0.5 * rate * t * jnp.where(x > 0, -jnp.expm1(-xs) / xs, 1.0)
-    p0s, q0s = p0 * p0, q0 * q0
-    den_p = (p0s + p_minus) * h + e
-    den_q = (q0s + p_plus) * h + e
-    # A zero denominator (only once e^{−x} underflows) needs p₀ = 0 (then p ≡ 0) resp. q₀ = 0.
-    gp = _safe_div(w_plus + w_minus * e + q0s * h, den_p, den_p > 0, 0.0)
-    gq = _safe_div(w_minus + w_plus * e + p0s * h, den_q, den_q > 0, 0.0)
-    return gp, gq
-
-
-def _safe_sqrt(x: jax.Array) -> jax.Array:
-    """√x with a finite derivative at x = 0 (reached only when e^{−x} underflows)."""
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
 def solve(
     a0: jax.Array,
     b0: jax.Array,
@@ -147,7 +107,8 @@ def solve(
       eta: learning rate η > 0 (scalar, keyword-only, default 1) of the flow on :func:`loss`.
 
     Returns:
-      :class:`DiagonalTrajectory` with ``a``, ``b``, ``u`` of shape ``T + (d,)``.
+      :class:`DiagonalTrajectory` with ``a``, ``b``, ``network_map`` (u = ab, alias ``u``) of
+      shape ``T + (d,)``.
     """
     a0, b0, sigma2, S, t, lr = _checks.promote(a0=a0, b0=b0, sigma2=sigma2, S=S, t=t, lr=eta)
     if a0.ndim != 1:
@@ -169,6 +130,17 @@ def solve(
     p, q = p0 * _safe_sqrt(gp), q0 * _safe_sqrt(gq)
     u = 0.25 * (p0 * p0 * gp - q0 * q0 * gq)  # (p² − q²)/4 without a square root's rounding
     return DiagonalTrajectory(t=t, a=0.5 * (p + q), b=0.5 * (p - q), network_map=u)
+
+
+def loss(params: dict, args: tuple) -> jax.Array:
+    r"""Population loss ½ Σ_i σ_i² (a_i b_i − S_i)² = ½E[(f − f*)²] (T Eq. 3.2), for the integrator.
+
+    Args:
+      params: ``{"a": (d,), "b": (d,)}``.
+      args: ``(sigma2, S)``, each shape ``(d,)``.
+    """
+    sigma2, S = args
+    return 0.5 * jnp.sum(sigma2 * (params["a"] * params["b"] - S) ** 2)
 
 
 def linear_comparison(
@@ -296,15 +268,71 @@ def stage_like_threshold(sigma2: jax.Array, u0: jax.Array, S: jax.Array) -> jax.
     return jax.nn.sigmoid(-r * log_k)
 
 
-def loss(params: dict, args: tuple) -> jax.Array:
-    r"""Population loss ½ Σ_i σ_i² (a_i b_i − S_i)² = ½E[(f − f*)²] (T Eq. 3.2), for the integrator.
+def verify(key: jax.Array, n_cases: int = 8) -> float:
+    """Max error of :func:`solve` against :func:`sims.gradient_flow` of (a, b), relative to max|S|.
 
-    Args:
-      params: ``{"a": (d,), "b": (d,)}``.
-      args: ``(sigma2, S)``, each shape ``(d,)``.
+    Cases cycle through balanced small init, generic unbalanced, tiny (1e-12) init with a saddle
+    and an anti-balanced mode, strongly unbalanced, wrong-sign and overshooting inits, with random
+    σ² and target signs; 50 times up to well past the slowest emergence. Errors of a and b are
+    measured relative to max(√|S|, |a₀|, |b₀|). Run under float64.
     """
-    sigma2, S = args
-    return 0.5 * jnp.sum(sigma2 * (params["a"] * params["b"] - S) ** 2)
+    worst = 0.0
+    for i in range(n_cases):
+        a0, b0, sigma2, S = _random_case(jax.random.fold_in(key, i), i)
+        u0 = jnp.maximum(jnp.abs(a0 * b0), 1e-24)
+        t_end = float(jnp.max((jnp.log(jnp.abs(S) / u0) + 10.0) / (sigma2 * jnp.abs(S))))
+        t = jnp.linspace(0.0, t_end, 50)
+        flow = _reference_flow({"a": a0, "b": b0}, t, (sigma2, S))
+        exact = solve(a0, b0, sigma2, S, t)
+        s_u = jnp.max(jnp.abs(S))
+        s_ab = jnp.maximum(jnp.sqrt(s_u), jnp.max(jnp.abs(jnp.concatenate([a0, b0]))))
+        err = max(
+            float(jnp.max(jnp.abs(exact.network_map - flow["a"] * flow["b"])) / s_u),
+            float(jnp.max(jnp.abs(exact.a - flow["a"])) / s_ab),
+            float(jnp.max(jnp.abs(exact.b - flow["b"])) / s_ab),
+        )
+        worst = max(worst, err)
+    return worst
+
+
+def _safe_div(num: jax.Array, den: jax.Array, ok: jax.Array, fallback) -> jax.Array:
+    """num/den where ``ok``, else ``fallback`` — without NaNs in either branch (or its gradient)."""
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), fallback)
+
+
+def _growth_factors(p0, q0, S, rate, t):
+    """(p/p₀)² and (q/q₀)² at time t (module docstring); all inputs broadcast, ``rate`` = ησ².
+
+    C² = p₀²q₀² is factored out of the numerators of p(t)², q(t)², so neither factor is 0/0 at
+    q₀ = 0 or p₀ = 0 (C = 0, e.g. a balanced init) and p = p₀√(·), q = q₀√(·) are smooth there —
+    also in their derivatives, which a sign(q₀)√(q²) form turns into 0·∞ = NaN.
+    """
+    C = p0 * q0
+    D = jnp.hypot(2.0 * S, C)
+    pos = D > 0
+    # P₊ = D + 2S and |P₋| = D − 2S without cancellation (P₊|P₋| = C²).
+    p_plus = jnp.where(S < 0, _safe_div(C * C, D - 2.0 * S, S < 0, 0.0), D + 2.0 * S)
+    p_minus = jnp.where(S > 0, _safe_div(C * C, D + 2.0 * S, S > 0, 0.0), D - 2.0 * S)
+    w_plus = _safe_div(p_plus, 2.0 * D, pos, 0.5)
+    w_minus = _safe_div(p_minus, 2.0 * D, pos, 0.5)
+    x = rate * D * t
+    e = jnp.exp(-x)
+    # h = (1 − e^{−x})/(2D) = (ησ² t/2)·(1 − e^{−x})/x, finite as D → 0.
+    xs = jnp.where(x > 0, x, 1.0)
+    h = 0.5 * rate * t * jnp.where(x > 0, -jnp.expm1(-xs) / xs, 1.0)
+    p0s, q0s = p0 * p0, q0 * q0
+    den_p = (p0s + p_minus) * h + e
+    den_q = (q0s + p_plus) * h + e
+    # A zero denominator (only once e^{−x} underflows) needs p₀ = 0 (then p ≡ 0) resp. q₀ = 0.
+    gp = _safe_div(w_plus + w_minus * e + q0s * h, den_p, den_p > 0, 0.0)
+    gq = _safe_div(w_minus + w_plus * e + p0s * h, den_q, den_q > 0, 0.0)
+    return gp, gq
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+    """√x with a finite derivative at x = 0 (reached only when e^{−x} underflows)."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
 def _check_open_unit(x, name: str) -> None:
@@ -355,30 +383,3 @@ def _random_case(key: jax.Array, i: int, d: int = 4):
 def _reference_flow(params0: dict, t: jax.Array, args: tuple) -> dict:
     # atol far below the 1e-12 inits: the error control must stay relative on the plateau.
     return gradient_flow(loss, params0, t, args, atol=1e-30)
-
-
-def verify(key: jax.Array, n_cases: int = 8) -> float:
-    """Max error of :func:`solve` against :func:`sims.gradient_flow` of (a, b), relative to max|S|.
-
-    Cases cycle through balanced small init, generic unbalanced, tiny (1e-12) init with a saddle
-    and an anti-balanced mode, strongly unbalanced, wrong-sign and overshooting inits, with random
-    σ² and target signs; 50 times up to well past the slowest emergence. Errors of a and b are
-    measured relative to max(√|S|, |a₀|, |b₀|). Run under float64.
-    """
-    worst = 0.0
-    for i in range(n_cases):
-        a0, b0, sigma2, S = _random_case(jax.random.fold_in(key, i), i)
-        u0 = jnp.maximum(jnp.abs(a0 * b0), 1e-24)
-        t_end = float(jnp.max((jnp.log(jnp.abs(S) / u0) + 10.0) / (sigma2 * jnp.abs(S))))
-        t = jnp.linspace(0.0, t_end, 50)
-        flow = _reference_flow({"a": a0, "b": b0}, t, (sigma2, S))
-        exact = solve(a0, b0, sigma2, S, t)
-        s_u = jnp.max(jnp.abs(S))
-        s_ab = jnp.maximum(jnp.sqrt(s_u), jnp.max(jnp.abs(jnp.concatenate([a0, b0]))))
-        err = max(
-            float(jnp.max(jnp.abs(exact.network_map - flow["a"] * flow["b"])) / s_u),
-            float(jnp.max(jnp.abs(exact.a - flow["a"])) / s_ab),
-            float(jnp.max(jnp.abs(exact.b - flow["b"])) / s_ab),
-        )
-        worst = max(worst, err)
-    return worst

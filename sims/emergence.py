@@ -81,7 +81,7 @@ def solve(
       eta: learning rate η > 0.
 
     Returns:
-      :class:`EmergenceTrajectory` with R of shape (T, N).
+      :class:`EmergenceTrajectory` with ``network_map`` (the R_k, alias ``R``) of shape (T, N).
     """
     t, p, r0, S = (as_float(v, n) for v, n in ((t, "t"), (p, "p"), (r0, "r0"), (S, "S")))
     if t.ndim != 1 or p.ndim != 1:
@@ -257,10 +257,6 @@ def linear_skill_strength(
     return S - (S - w0) * jnp.exp(-eta * p * t)
 
 
-def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
-    return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]
-
-
 def calibrate_time(
     t: ArrayLike,
     R: ArrayLike,
@@ -326,3 +322,7 @@ def calibrate_width(
     grid = jnp.linspace(0.25, 64.0, 1021) if N_c_grid is None else jnp.asarray(N_c_grid)
     pred = jax.vmap(lambda nc: parameter_emergence(jnp.asarray(N), S, nc, 1)[:, 0])(grid)
     return _grid_argmin(jnp.sum((pred - jnp.asarray(R)) ** 2, axis=-1), grid)
+
+
+def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
+    return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]

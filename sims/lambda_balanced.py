@@ -107,9 +107,61 @@ class PhaseDiagram(NamedTuple):
     loss: jax.Array  # (nλ, ns)              ½‖W₂W₁ − Σ_yx‖²_F at t_end (excess loss)
 
 
-# ---------------------------------------------------------------------------------------------
-# Validation
-# ---------------------------------------------------------------------------------------------
+def solve(
+    W1_0: jax.Array,
+    W2_0: jax.Array,
+    sigma_yx: jax.Array,
+    t: jax.Array,
+    *,
+    eta: jax.Array | float = 1.0,
+) -> Solution:
+    """Exact gradient flow of f = W₂W₁x from any λ-balanced init (T Eq. 14, Definition G.1).
+
+    .. math::
+        X(\\eta t) = \\begin{bmatrix} W_1^\\top W_1 & W_1^\\top W_2^\\top \\\\ W_2 W_1 & W_2W_2^\\top
+        \\end{bmatrix} = e^{F\\eta t}Q_0[I + Q_0^\\top G(\\eta t) Q_0]^{-1}Q_0^\\top e^{F\\eta t}
+
+    (Dominé et al. 2024, Thm 4.1) evaluated stably (module docstring) for any t ≥ 0 (finite at
+    t = 1e4 and for inits of 1e-12); aligned or not, any h, d, c. Task-aligned inits reduce to
+    T Eq. 69, whose λ → 0 limit is Saxe's sigmoid and |λ| → ∞ limit the linear model's
+    exponential (T Eq. 70). Differentiable (``jax.grad``, ``jax.jacfwd``) in every argument.
+
+    Args:
+      W1_0: (h, d) initial first layer W₁(0).
+      W2_0: (c, h) initial second layer W₂(0); W₂ᵀW₂ − W₁W₁ᵀ must equal λI_h.
+      sigma_yx: (c, d) input–output covariance Σ_yx = E[y xᵀ] (whitened inputs).
+      t: times t ≥ 0, any shape T.
+      eta: learning rate η > 0 of the flow Ẇ = −η∇L (:func:`loss`).
+
+    Returns:
+      :class:`Solution` (``network_map`` W₂W₁ (alias ``network``), blocks W₁ᵀW₁, W₂W₂ᵀ, Q up to
+      rotation, λ, NTK kernel distance from init, t), each with leading shape T.
+
+    Raises:
+      ValueError: shapes that don't match, non-finite inputs, t < 0, η ≤ 0, or an init that is
+        not λ-balanced (the message reports the size of the violation).
+    """
+    W1, W2, sig, t = _prepare(W1_0, W2_0, sigma_yx, t)
+    eta = _checks.as_float(eta, "eta")
+    _checks.check_shape(eta, "eta", (), "(a scalar)")
+    _checks.check_finite(eta, "eta")
+    _checks.check_positive(eta, "eta")
+    eta = eta.astype(t.dtype)
+    return _solve_jit(W1, W2, sig, eta * t)._replace(t=t)
+
+
+def loss(params: dict, sigma_yx: jax.Array) -> jax.Array:
+    """Raw-parameter loss the flow descends: ½‖W₂W₁ − Σ_yx‖²_F = ½E‖W₂W₁x − y‖² − const (whitened x).
+
+    Args:
+      params: ``{"W1": (h, d), "W2": (c, h)}``.
+      sigma_yx: (c, d) Σ_yx.
+
+    Returns:
+      () loss.
+    """
+    P = params["W2"] @ params["W1"]
+    return 0.5 * jnp.sum((P - sigma_yx) ** 2)
 
 
 def imbalance(W1: jax.Array, W2: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -125,6 +177,155 @@ def imbalance(W1: jax.Array, W2: jax.Array) -> tuple[jax.Array, jax.Array]:
     C = W2.T @ W2 - W1 @ W1.T
     lam = jnp.trace(C) / C.shape[0]
     return lam, jnp.max(jnp.abs(C - lam * jnp.eye(C.shape[0], dtype=C.dtype)))
+
+
+def balanced_init(
+    key: jax.Array, d: int, h: int, c: int, scale: jax.Array | float, lam: jax.Array | float
+) -> tuple[jax.Array, jax.Array]:
+    """A random, unaligned λ-balanced init: W₂ᵀW₂ − W₁W₁ᵀ = λI_h exactly (up to rounding).
+
+    W₁ = O diag(s₁) Aᵀ, W₂ = B diag(s₂) Oᵀ with O ∈ O(h), A, B random orthonormal frames and
+    s₁² = (scale·ξ)² + max(−λ, 0), s₂² = (scale·ξ)² + max(λ, 0), ξ_i ~ |N(0, 1)|, so the *absolute
+    scale* is ``scale`` (the size of the balanced part) and the *relative scale* is λ (position
+    paper App. G.1). Requires h ≤ min(d, c) (wider hidden layers force the sign of λ).
+
+    Args:
+      key: PRNG key.
+      d, h, c: input, hidden and output widths (static).
+      scale: () absolute scale (traced; sweeping it does not recompile).
+      lam: () relative scale λ (traced).
+
+    Returns:
+      (W1 (h, d), W2 (c, h)).
+    """
+    if not (0 < h <= min(d, c)):
+        raise ValueError(f"balanced_init needs 0 < h <= min(d, c), got d={d}, h={h}, c={c}")
+    return _balanced_init(key, d, h, c, jnp.asarray(scale), jnp.asarray(lam))
+
+
+def ntk_kernel_distance(
+    w1tw1_0: jax.Array, w2w2t_0: jax.Array, w1tw1: jax.Array, w2w2t: jax.Array
+) -> jax.Array:
+    """NTK kernel distance S(0, t) = 1 − ⟨K₀, K_t⟩_F / (‖K₀‖_F‖K_t‖_F) (Fort et al. 2020; position G.2).
+
+    For f = W₂W₁x the NTK on whitened inputs is the operator on c×d maps
+    K = I_d ⊗ W₂W₂ᵀ + W₁ᵀW₁ ⊗ I_c (the Gram matrix of the Jacobian on an orthonormal input batch),
+    so with P = W₂W₂ᵀ, N = W₁ᵀW₁: ⟨K, K'⟩ = d tr(PP') + tr P tr N' + tr N tr P' + c tr(NN').
+
+    Args:
+      w1tw1_0, w2w2t_0: (d, d), (c, c) blocks at initialisation.
+      w1tw1, w2w2t: (..., d, d), (..., c, c) blocks along the trajectory.
+
+    Returns:
+      (...) kernel distance in [0, 1].
+    """
+    d = w1tw1_0.shape[-1]
+    c = w2w2t_0.shape[-1]
+
+    def inner(N, P, N2, P2):
+        return (
+            d * jnp.sum(P * P2, axis=(-2, -1))
+            + jnp.trace(P, axis1=-2, axis2=-1) * jnp.trace(N2, axis1=-2, axis2=-1)
+            + jnp.trace(N, axis1=-2, axis2=-1) * jnp.trace(P2, axis1=-2, axis2=-1)
+            + c * jnp.sum(N * N2, axis=(-2, -1))
+        )
+
+    k0k0 = inner(w1tw1_0, w2w2t_0, w1tw1_0, w2w2t_0)
+    ktkt = inner(w1tw1, w2w2t, w1tw1, w2w2t)
+    k0kt = inner(w1tw1_0, w2w2t_0, w1tw1, w2w2t)
+    denom = jnp.sqrt(k0k0 * ktkt)
+    return jnp.where(denom > 0, 1.0 - k0kt / jnp.where(denom > 0, denom, 1.0), 0.0)
+
+
+def phase_diagram(
+    key: jax.Array,
+    sigma_yx: jax.Array,
+    lams: jax.Array,
+    scales: jax.Array,
+    h: int,
+    t_end: jax.Array | float,
+) -> PhaseDiagram:
+    """NTK kernel distance after training over (relative scale λ, absolute scale) (position Fig. 6a).
+
+    Every grid cell starts from :func:`balanced_init` with the same ``key`` (same random frames),
+    so only λ and the scale change; the exact solution is evaluated at ``t_end``. Small λ and small
+    scale give large kernel distance (rich, sigmoidal); large |λ| or scale give S ≈ 0 (lazy).
+
+    Args:
+      key: PRNG key for the init frames.
+      sigma_yx: (c, d) task covariance Σ_yx.
+      lams: (nλ,) relative scales λ.
+      scales: (ns,) absolute scales.
+      h: hidden width (≤ min(d, c)).
+      t_end: () training time.
+
+    Returns:
+      :class:`PhaseDiagram` with (nλ, ns) kernel distances and final excess losses.
+    """
+    sig = _checks.as_float(sigma_yx, "sigma_yx")
+    _checks.check_shape(sig, "sigma_yx", (None, None), "(c, d)")
+    c, d = sig.shape
+    if not (0 < h <= min(d, c)):
+        raise ValueError(f"h must satisfy 0 < h <= min(d, c) = {min(d, c)}, got {h}")
+    lams = jnp.asarray(lams, sig.dtype)
+    scales = jnp.asarray(scales, sig.dtype)
+    t_end = jnp.asarray(t_end, sig.dtype)
+
+    def grid(path):
+        def cell(lam, scale):
+            W1, W2 = _balanced_init(key, d, h, c, scale, lam)
+            sol, fast = _solve_path(W1, W2, sig, t_end, path)
+            return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
+
+        return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
+
+    # The whole grid on one path, redone on the next only if some cell fails its accuracy check
+    # (a per-cell lax.cond would run every path for every cell under vmap).
+    def chain(paths):
+        dist, loss, fast = grid(paths[0])
+        if len(paths) == 1:
+            return dist, loss
+        if _checks.is_concrete(fast):  # called eagerly: decide here (a cond would retrace)
+            return (dist, loss) if bool(jnp.all(fast)) else chain(paths[1:])
+        return jax.lax.cond(jnp.all(fast), lambda: (dist, loss), lambda: chain(paths[1:]))
+
+    dist, loss = chain(("direct", "cholesky", "householder"))
+    return PhaseDiagram(lams=lams, scales=scales, kernel_distance=dist, loss=loss)
+
+
+def verify(key: jax.Array, n_cases: int = 8) -> float:
+    """Max error of :func:`solve` against the integrated raw-parameter flow on random cases.
+
+    Cases: d = 3, h = 2, c = 2, random Σ_yx (spectral norm 1), unaligned inits with λ of both
+    signs over [−4, 4] and absolute scales from 1e-3 to 2, compared at 41 times from 0 to 40 (well
+    past convergence of the slowest mode for these spectra).
+
+    Args:
+      key: PRNG key.
+      n_cases: number of random cases.
+
+    Returns:
+      max over cases, times and the three blocks (W₂W₁, W₁ᵀW₁, W₂W₂ᵀ) of the abs error divided by
+      the target scale ‖Σ_yx‖₂ + |λ| (the size the blocks converge to).
+    """
+    d, h, c = 3, 2, 2
+    ks = jax.random.split(key, 4)
+    sig = jax.random.normal(ks[0], (n_cases, c, d))
+    sig = sig / jnp.linalg.norm(sig, ord=2, axis=(1, 2))[:, None, None]
+    lam = jax.random.uniform(ks[1], (n_cases,), minval=-4.0, maxval=4.0)
+    scale = 10 ** jax.random.uniform(ks[2], (n_cases,), minval=-3.0, maxval=0.3)
+    W1, W2 = jax.vmap(lambda k, s, la: _balanced_init(k, d, h, c, s, la))(
+        jax.random.split(ks[3], n_cases), scale, lam
+    )
+    t = jnp.broadcast_to(jnp.linspace(0.0, 40.0, 41), (n_cases, 41))
+    ref = _reference(W1, W2, sig, t)
+    sol = jax.vmap(_solve)(W1, W2, sig, t)
+    size = (1.0 + jnp.abs(lam))[:, None, None, None]  # ‖Σ‖₂ = 1
+    errs = [
+        jnp.max(jnp.abs(a - b) / size)
+        for a, b in zip((sol.network_map, sol.w1tw1, sol.w2w2t), ref, strict=True)
+    ]
+    return float(max(errs))
 
 
 def _prepare(W1_0, W2_0, sigma_yx, t):
@@ -155,11 +356,6 @@ def _prepare(W1_0, W2_0, sigma_yx, t):
                 "use balanced_init or rebalance the layers"
             )
     return W1, W2, sig, t
-
-
-# ---------------------------------------------------------------------------------------------
-# The closed form
-# ---------------------------------------------------------------------------------------------
 
 
 def _log_h(f, t):
@@ -380,6 +576,8 @@ def _at_times_cholesky(f, L0, t):
 
 # expm1(x)/x = Σ_k x^k/(k + 1)!: 13 terms reach ε = 2⁻⁵² for |x| < 0.35 (the next is 1e-17).
 _EXPM1_SWITCH = 0.35
+
+
 _EXPM1_SERIES = tuple(1.0 / math.factorial(k + 1) for k in range(13))
 
 
@@ -629,92 +827,6 @@ def _solve_fast_jvp(primals, tangents):
 _solve_jit = jax.jit(_solve_fast)
 
 
-def solve(
-    W1_0: jax.Array,
-    W2_0: jax.Array,
-    sigma_yx: jax.Array,
-    t: jax.Array,
-    *,
-    eta: jax.Array | float = 1.0,
-) -> Solution:
-    """Exact gradient flow of f = W₂W₁x from any λ-balanced init (T Eq. 14, Definition G.1).
-
-    .. math::
-        X(\\eta t) = \\begin{bmatrix} W_1^\\top W_1 & W_1^\\top W_2^\\top \\\\ W_2 W_1 & W_2W_2^\\top
-        \\end{bmatrix} = e^{F\\eta t}Q_0[I + Q_0^\\top G(\\eta t) Q_0]^{-1}Q_0^\\top e^{F\\eta t}
-
-    (Dominé et al. 2024, Thm 4.1) evaluated stably (module docstring) for any t ≥ 0 (finite at
-    t = 1e4 and for inits of 1e-12); aligned or not, any h, d, c. Task-aligned inits reduce to
-    T Eq. 69, whose λ → 0 limit is Saxe's sigmoid and |λ| → ∞ limit the linear model's
-    exponential (T Eq. 70). Differentiable (``jax.grad``, ``jax.jacfwd``) in every argument.
-
-    Args:
-      W1_0: (h, d) initial first layer W₁(0).
-      W2_0: (c, h) initial second layer W₂(0); W₂ᵀW₂ − W₁W₁ᵀ must equal λI_h.
-      sigma_yx: (c, d) input–output covariance Σ_yx = E[y xᵀ] (whitened inputs).
-      t: times t ≥ 0, any shape T.
-      eta: learning rate η > 0 of the flow Ẇ = −η∇L (:func:`loss`).
-
-    Returns:
-      :class:`Solution` (network map W₂W₁, blocks W₁ᵀW₁, W₂W₂ᵀ, Q up to rotation, λ, NTK kernel
-      distance from init, t), each with leading shape T.
-
-    Raises:
-      ValueError: shapes that don't match, non-finite inputs, t < 0, η ≤ 0, or an init that is
-        not λ-balanced (the message reports the size of the violation).
-    """
-    W1, W2, sig, t = _prepare(W1_0, W2_0, sigma_yx, t)
-    eta = _checks.as_float(eta, "eta")
-    _checks.check_shape(eta, "eta", (), "(a scalar)")
-    _checks.check_finite(eta, "eta")
-    _checks.check_positive(eta, "eta")
-    eta = eta.astype(t.dtype)
-    return _solve_jit(W1, W2, sig, eta * t)._replace(t=t)
-
-
-def loss(params: dict, sigma_yx: jax.Array) -> jax.Array:
-    """Raw-parameter loss the flow descends: ½‖W₂W₁ − Σ_yx‖²_F = ½E‖W₂W₁x − y‖² − const (whitened x).
-
-    Args:
-      params: ``{"W1": (h, d), "W2": (c, h)}``.
-      sigma_yx: (c, d) Σ_yx.
-
-    Returns:
-      () loss.
-    """
-    P = params["W2"] @ params["W1"]
-    return 0.5 * jnp.sum((P - sigma_yx) ** 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# Initialisation, NTK, phase diagram
-# ---------------------------------------------------------------------------------------------
-
-
-def balanced_init(
-    key: jax.Array, d: int, h: int, c: int, scale: jax.Array | float, lam: jax.Array | float
-) -> tuple[jax.Array, jax.Array]:
-    """A random, unaligned λ-balanced init: W₂ᵀW₂ − W₁W₁ᵀ = λI_h exactly (up to rounding).
-
-    W₁ = O diag(s₁) Aᵀ, W₂ = B diag(s₂) Oᵀ with O ∈ O(h), A, B random orthonormal frames and
-    s₁² = (scale·ξ)² + max(−λ, 0), s₂² = (scale·ξ)² + max(λ, 0), ξ_i ~ |N(0, 1)|, so the *absolute
-    scale* is ``scale`` (the size of the balanced part) and the *relative scale* is λ (position
-    paper App. G.1). Requires h ≤ min(d, c) (wider hidden layers force the sign of λ).
-
-    Args:
-      key: PRNG key.
-      d, h, c: input, hidden and output widths (static).
-      scale: () absolute scale (traced; sweeping it does not recompile).
-      lam: () relative scale λ (traced).
-
-    Returns:
-      (W1 (h, d), W2 (c, h)).
-    """
-    if not (0 < h <= min(d, c)):
-        raise ValueError(f"balanced_init needs 0 < h <= min(d, c), got d={d}, h={h}, c={c}")
-    return _balanced_init(key, d, h, c, jnp.asarray(scale), jnp.asarray(lam))
-
-
 def _balanced_init(key, d, h, c, scale, lam):
     dtype = jnp.result_type(scale, lam, float)
     k1, k2, k3, k4 = jax.random.split(key, 4)
@@ -730,101 +842,6 @@ def _balanced_init(key, d, h, c, scale, lam):
     return W1, W2
 
 
-def ntk_kernel_distance(
-    w1tw1_0: jax.Array, w2w2t_0: jax.Array, w1tw1: jax.Array, w2w2t: jax.Array
-) -> jax.Array:
-    """NTK kernel distance S(0, t) = 1 − ⟨K₀, K_t⟩_F / (‖K₀‖_F‖K_t‖_F) (Fort et al. 2020; position G.2).
-
-    For f = W₂W₁x the NTK on whitened inputs is the operator on c×d maps
-    K = I_d ⊗ W₂W₂ᵀ + W₁ᵀW₁ ⊗ I_c (the Gram matrix of the Jacobian on an orthonormal input batch),
-    so with P = W₂W₂ᵀ, N = W₁ᵀW₁: ⟨K, K'⟩ = d tr(PP') + tr P tr N' + tr N tr P' + c tr(NN').
-
-    Args:
-      w1tw1_0, w2w2t_0: (d, d), (c, c) blocks at initialisation.
-      w1tw1, w2w2t: (..., d, d), (..., c, c) blocks along the trajectory.
-
-    Returns:
-      (...) kernel distance in [0, 1].
-    """
-    d = w1tw1_0.shape[-1]
-    c = w2w2t_0.shape[-1]
-
-    def inner(N, P, N2, P2):
-        return (
-            d * jnp.sum(P * P2, axis=(-2, -1))
-            + jnp.trace(P, axis1=-2, axis2=-1) * jnp.trace(N2, axis1=-2, axis2=-1)
-            + jnp.trace(N, axis1=-2, axis2=-1) * jnp.trace(P2, axis1=-2, axis2=-1)
-            + c * jnp.sum(N * N2, axis=(-2, -1))
-        )
-
-    k0k0 = inner(w1tw1_0, w2w2t_0, w1tw1_0, w2w2t_0)
-    ktkt = inner(w1tw1, w2w2t, w1tw1, w2w2t)
-    k0kt = inner(w1tw1_0, w2w2t_0, w1tw1, w2w2t)
-    denom = jnp.sqrt(k0k0 * ktkt)
-    return jnp.where(denom > 0, 1.0 - k0kt / jnp.where(denom > 0, denom, 1.0), 0.0)
-
-
-def phase_diagram(
-    key: jax.Array,
-    sigma_yx: jax.Array,
-    lams: jax.Array,
-    scales: jax.Array,
-    h: int,
-    t_end: jax.Array | float,
-) -> PhaseDiagram:
-    """NTK kernel distance after training over (relative scale λ, absolute scale) (position Fig. 6a).
-
-    Every grid cell starts from :func:`balanced_init` with the same ``key`` (same random frames),
-    so only λ and the scale change; the exact solution is evaluated at ``t_end``. Small λ and small
-    scale give large kernel distance (rich, sigmoidal); large |λ| or scale give S ≈ 0 (lazy).
-
-    Args:
-      key: PRNG key for the init frames.
-      sigma_yx: (c, d) task covariance Σ_yx.
-      lams: (nλ,) relative scales λ.
-      scales: (ns,) absolute scales.
-      h: hidden width (≤ min(d, c)).
-      t_end: () training time.
-
-    Returns:
-      :class:`PhaseDiagram` with (nλ, ns) kernel distances and final excess losses.
-    """
-    sig = _checks.as_float(sigma_yx, "sigma_yx")
-    _checks.check_shape(sig, "sigma_yx", (None, None), "(c, d)")
-    c, d = sig.shape
-    if not (0 < h <= min(d, c)):
-        raise ValueError(f"h must satisfy 0 < h <= min(d, c) = {min(d, c)}, got {h}")
-    lams = jnp.asarray(lams, sig.dtype)
-    scales = jnp.asarray(scales, sig.dtype)
-    t_end = jnp.asarray(t_end, sig.dtype)
-
-    def grid(path):
-        def cell(lam, scale):
-            W1, W2 = _balanced_init(key, d, h, c, scale, lam)
-            sol, fast = _solve_path(W1, W2, sig, t_end, path)
-            return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
-
-        return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
-
-    # The whole grid on one path, redone on the next only if some cell fails its accuracy check
-    # (a per-cell lax.cond would run every path for every cell under vmap).
-    def chain(paths):
-        dist, loss, fast = grid(paths[0])
-        if len(paths) == 1:
-            return dist, loss
-        if _checks.is_concrete(fast):  # called eagerly: decide here (a cond would retrace)
-            return (dist, loss) if bool(jnp.all(fast)) else chain(paths[1:])
-        return jax.lax.cond(jnp.all(fast), lambda: (dist, loss), lambda: chain(paths[1:]))
-
-    dist, loss = chain(("direct", "cholesky", "householder"))
-    return PhaseDiagram(lams=lams, scales=scales, kernel_distance=dist, loss=loss)
-
-
-# ---------------------------------------------------------------------------------------------
-# Verification against the raw-parameter flow
-# ---------------------------------------------------------------------------------------------
-
-
 @jax.jit
 def _reference(W1, W2, sig, t):
     """Integrated raw-parameter flow for a batch of cases: (W₂W₁, W₁ᵀW₁, W₂W₂ᵀ) at the times t."""
@@ -835,38 +852,3 @@ def _reference(W1, W2, sig, t):
         return B @ A, jnp.swapaxes(A, -1, -2) @ A, B @ jnp.swapaxes(B, -1, -2)
 
     return jax.vmap(one)(W1, W2, sig, t)
-
-
-def verify(key: jax.Array, n_cases: int = 8) -> float:
-    """Max error of :func:`solve` against the integrated raw-parameter flow on random cases.
-
-    Cases: d = 3, h = 2, c = 2, random Σ_yx (spectral norm 1), unaligned inits with λ of both
-    signs over [−4, 4] and absolute scales from 1e-3 to 2, compared at 41 times from 0 to 40 (well
-    past convergence of the slowest mode for these spectra).
-
-    Args:
-      key: PRNG key.
-      n_cases: number of random cases.
-
-    Returns:
-      max over cases, times and the three blocks (W₂W₁, W₁ᵀW₁, W₂W₂ᵀ) of the abs error divided by
-      the target scale ‖Σ_yx‖₂ + |λ| (the size the blocks converge to).
-    """
-    d, h, c = 3, 2, 2
-    ks = jax.random.split(key, 4)
-    sig = jax.random.normal(ks[0], (n_cases, c, d))
-    sig = sig / jnp.linalg.norm(sig, ord=2, axis=(1, 2))[:, None, None]
-    lam = jax.random.uniform(ks[1], (n_cases,), minval=-4.0, maxval=4.0)
-    scale = 10 ** jax.random.uniform(ks[2], (n_cases,), minval=-3.0, maxval=0.3)
-    W1, W2 = jax.vmap(lambda k, s, la: _balanced_init(k, d, h, c, s, la))(
-        jax.random.split(ks[3], n_cases), scale, lam
-    )
-    t = jnp.broadcast_to(jnp.linspace(0.0, 40.0, 41), (n_cases, 41))
-    ref = _reference(W1, W2, sig, t)
-    sol = jax.vmap(_solve)(W1, W2, sig, t)
-    size = (1.0 + jnp.abs(lam))[:, None, None, None]  # ‖Σ‖₂ = 1
-    errs = [
-        jnp.max(jnp.abs(a - b) / size)
-        for a, b in zip((sol.network_map, sol.w1tw1, sol.w2w2t), ref, strict=True)
-    ]
-    return float(max(errs))

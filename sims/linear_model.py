@@ -85,13 +85,15 @@ def solve(
 
     Args:
       c0: initial coefficients ⟨e_k|f_0⟩, shape ``(p,)`` (or a scalar / ``(1,)``, broadcast).
-      rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``.
+      rho: eigenvalues ρ_k ≥ 0 of the feature covariance E[ΦΦᵀ], shape ``(p,)``. A concrete
+        ρ_k < 0 raises ``ValueError``; a traced one (under ``jit``/``vmap``) gives NaN in that mode
+        rather than a mode growing as e^{η|ρ_k|t}.
       c_star: target coefficients ⟨e_k|f*⟩, shape ``(p,)`` (broadcastable).
       t: times t ≥ 0, any shape ``T``.
       eta: learning rate η > 0 (scalar, keyword-only, default 1).
 
     Returns:
-      :class:`ModeTrajectory` with ``coeff`` of shape ``T + (p,)``.
+      :class:`ModeTrajectory` with ``network_map`` (alias ``coeff``) of shape ``T + (p,)``.
     """
     rho, c0, c_star, t, lr = _checks.promote(rho=rho, c0=c0, c_star=c_star, t=t, lr=eta)
     if rho.ndim != 1:
@@ -110,6 +112,7 @@ def solve(
     _checks.check_positive(t, "t", strict=False)
     _checks.check_positive(lr, "eta")
     x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
+    x = jnp.where(rho >= 0, x, jnp.nan)  # a traced ρ < 0 (a concrete one raised above)
     # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
     return ModeTrajectory(t=t, network_map=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
 
@@ -208,17 +211,6 @@ def learnability(rho: jax.Array, n: jax.Array | float, *, iters: int = 100) -> L
     return Learnability(L=rho / (rho + kappa), kappa=kappa)
 
 
-def _quadratic_loss(w: jax.Array, args: tuple) -> jax.Array:
-    """½E[(wᵀΦ − w*ᵀΦ)²] = ½(w − w*)ᵀ Σ_Φ (w − w*) for a realizable target."""
-    cov, w_star = args
-    return 0.5 * (w - w_star) @ cov @ (w - w_star)
-
-
-@jax.jit
-def _reference_flow(w0: jax.Array, t: jax.Array, args: tuple, lr: jax.Array) -> jax.Array:
-    return gradient_flow(_quadratic_loss, w0, t, args, lr=lr, atol=1e-30)
-
-
 def verify(key: jax.Array, n_cases: int = 8) -> float:
     """Max error of :func:`solve` against the raw-weight gradient flow, relative to max|c*|.
 
@@ -247,3 +239,14 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         c = solve(c0, rho_k, c_star, t, eta=lr).network_map
         worst = max(worst, float(jnp.max(jnp.abs(c - c_flow)) / jnp.max(jnp.abs(c_star))))
     return worst
+
+
+def _quadratic_loss(w: jax.Array, args: tuple) -> jax.Array:
+    """½E[(wᵀΦ − w*ᵀΦ)²] = ½(w − w*)ᵀ Σ_Φ (w − w*) for a realizable target."""
+    cov, w_star = args
+    return 0.5 * (w - w_star) @ cov @ (w - w_star)
+
+
+@jax.jit
+def _reference_flow(w0: jax.Array, t: jax.Array, args: tuple, lr: jax.Array) -> jax.Array:
+    return gradient_flow(_quadratic_loss, w0, t, args, lr=lr, atol=1e-30)

@@ -78,13 +78,99 @@ class Trajectory(NamedTuple):
     network_map: jax.Array  # (T, n) the network on the training inputs, f(x_j)(t)
 
 
-def _check_gamma(gamma) -> jax.Array:
-    gamma = as_float(gamma, "gamma")
-    if gamma.ndim != 0:
-        raise ValueError(f"gamma must be a scalar in [0, 1), got shape {gamma.shape}")
-    if is_concrete(gamma) and not (0.0 <= float(gamma) < 1.0):
-        raise ValueError(f"gamma must lie in [0, 1) (σ(z) = max(z, γz)), got {float(gamma)}")
-    return gamma
+def solve(
+    a0: jax.Array,
+    W0: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    t: jax.Array,
+    *,
+    gamma: jax.Array | float = 0.0,
+    eta_a: jax.Array | float = 1.0,
+    eta_w: jax.Array | float = 1.0,
+    n_substeps: int = 100,
+    method: str = "rk4",
+    coordinates: str = "parameters",
+) -> Trajectory:
+    """Gradient flow of f(x) = Σ_i a_i σ(w_iᵀx) on L = ½Σ_j(f(x_j) − y_j)² (K Eq 124 / Eq 127).
+
+    .. math::  \\dot a_i = -\\eta_a w_i^\\top \\xi_i, \\quad \\dot w_i = -\\eta_w a_i \\xi_i, \\quad
+               \\xi_i = \\sum_j \\sigma'(w_i^\\top x_j)\\, x_j \\rho_j
+
+    integrated from time 0 with ``n_substeps`` fixed steps between consecutive save times, either on
+    the raw parameters (``coordinates="parameters"``) or on the per-neuron signed spherical
+    coordinates (μ_i, β̂_i) at fixed δ_i (``coordinates="spherical"``, K Eq 127). Both return the
+    same :class:`Trajectory`. ``method="rk4"`` stops each step at activation changes and follows
+    the Filippov sliding flow along a kink (module docstring), so it stays fourth order across
+    kinks: the default 100 steps per interval reach ≈1e-7 on O(1) problems.
+    ``method="euler"`` on the parameters is full-batch gradient descent with learning rate dt.
+    Every array argument may be traced (vmap over seeds, γ, rates, times) and differentiated.
+
+    Args:
+      a0: (h,) initial second-layer weights a_i(0).
+      W0: (h, d) initial first-layer weights w_i(0), every row non-zero.
+      X: (n, d) training inputs x_j.
+      y: (n,) targets y_j.
+      t: (T,) non-decreasing save times, t[0] ≥ 0 (t[0] = 0 returns the initialisation first).
+      gamma: γ ∈ [0, 1), σ(z) = max(z, γz).
+      eta_a, eta_w: learning rates η_a, η_w > 0.
+      n_substeps: steps per save interval (static).
+      method: "rk4" (default) or "euler" (static).
+      coordinates: "parameters" or "spherical" (static).
+
+    Returns:
+      :class:`Trajectory` with a (T, h), W (T, h, d), μ (T, h), β̂ (T, h, d), δ (h,), loss (T,)
+      and the network map f(x_j) on the training inputs (T, n).
+    """
+    a0, W0, X, y, t = (
+        as_float(v, n) for v, n in zip((a0, W0, X, y, t), "a0 W0 X y t".split(), strict=True)
+    )
+    if W0.ndim != 2:
+        raise ValueError(f"W0 must have shape (h, d), got {W0.shape}")
+    h, d = W0.shape
+    check_shape(a0, "a0", (h,), "(h,) matching W0 (h, d)")
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"X must have shape (n, {d}) matching W0 (h, d), got {X.shape}")
+    check_shape(y, "y", (X.shape[0],), "(n,) matching X (n, d)")
+    if t.ndim != 1 or t.shape[0] == 0:
+        raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
+    gamma = _check_gamma(gamma)
+    if method not in ("rk4", "euler"):
+        raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
+    if coordinates not in ("parameters", "spherical"):
+        raise ValueError(f"coordinates must be 'parameters' or 'spherical', got {coordinates!r}")
+    if not isinstance(n_substeps, int) or n_substeps < 1:
+        raise ValueError(f"n_substeps must be a positive int, got {n_substeps!r}")
+    for v, n in ((a0, "a0"), (W0, "W0"), (X, "X"), (y, "y"), (t, "t")):
+        check_finite(v, n)
+    if is_concrete(W0) and bool(np.any(np.linalg.norm(np.asarray(W0), axis=-1) == 0)):
+        raise ValueError("every row w_i of W0 must be non-zero (β̂_i = w_i/‖w_i‖ is undefined)")
+    if is_concrete(t) and (np.asarray(t)[0] < 0 or bool(np.any(np.diff(np.asarray(t)) < 0))):
+        raise ValueError("t must be non-decreasing with t[0] >= 0")
+    dtype = jnp.result_type(a0, W0, X, y, t)
+    a0, W0, X, y, t = (v.astype(dtype) for v in (a0, W0, X, y, t))
+    for v, n in ((eta_a, "eta_a"), (eta_w, "eta_w")):
+        v = as_float(v, n)
+        check_finite(v, n)
+        if is_concrete(v) and bool(np.any(np.asarray(v) <= 0)):
+            raise ValueError(f"{n} (learning rate) must be positive, got {np.asarray(v)}")
+    eta_a, eta_w, gamma = (jnp.asarray(v, dtype) for v in (eta_a, eta_w, gamma))
+    return _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss L = ½Σ_j (f(x_j) − y_j)² the flow of :func:`solve` descends (K Eq 124).
+
+    Args:
+      params: ``{"a": (h,), "W": (h, d)}``.
+      task: ``(X, y)`` or ``(X, y, gamma)``: inputs (n, d), targets (n,), slope γ (default 0).
+
+    Returns:
+      () loss (a sum over the n points, as in :func:`solve`).
+    """
+    X, y, *rest = task
+    gamma = rest[0] if rest else 0.0
+    return 0.5 * jnp.sum((network(params["a"], params["W"], X, gamma) - y) ** 2)
 
 
 def activation(z: jax.Array, gamma: jax.Array | float = 0.0) -> jax.Array:
@@ -182,21 +268,6 @@ def ntk(
     return eta_w * (X @ X.T) * ((C.T * a**2) @ C) + eta_a * (Z.T @ Z)
 
 
-def loss(params: dict, task: tuple) -> jax.Array:
-    """Raw-parameter loss L = ½Σ_j (f(x_j) − y_j)² the flow of :func:`solve` descends (K Eq 124).
-
-    Args:
-      params: ``{"a": (h,), "W": (h, d)}``.
-      task: ``(X, y)`` or ``(X, y, gamma)``: inputs (n, d), targets (n,), slope γ (default 0).
-
-    Returns:
-      () loss (a sum over the n points, as in :func:`solve`).
-    """
-    X, y, *rest = task
-    gamma = rest[0] if rest else 0.0
-    return 0.5 * jnp.sum((network(params["a"], params["W"], X, gamma) - y) ** 2)
-
-
 def hamming_distance(C0: jax.Array, C: jax.Array) -> jax.Array:
     """Fraction of activation-pattern entries that differ, mean_ij [c0_ij ≠ c_ij] (K Fig 10).
 
@@ -209,7 +280,13 @@ def hamming_distance(C0: jax.Array, C: jax.Array) -> jax.Array:
     return jnp.mean((C0 != C).astype(jnp.result_type(float)), axis=(-2, -1))
 
 
-# --- vector fields -------------------------------------------------------------------------------
+def _check_gamma(gamma) -> jax.Array:
+    gamma = as_float(gamma, "gamma")
+    if gamma.ndim != 0:
+        raise ValueError(f"gamma must be a scalar in [0, 1), got shape {gamma.shape}")
+    if is_concrete(gamma) and not (0.0 <= float(gamma) < 1.0):
+        raise ValueError(f"gamma must lie in [0, 1) (σ(z) = max(z, γz)), got {float(gamma)}")
+    return gamma
 
 
 def _drive(beta: jax.Array, C: jax.Array, X: jax.Array, y: jax.Array):
@@ -489,83 +566,3 @@ def _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates
     f = jax.vmap(lambda ai, Wi: network(ai, Wi, X, gamma))(a, W)
     loss = 0.5 * jnp.sum((f - y) ** 2, axis=-1)
     return Trajectory(t, a, W, mu, bh, delta, loss, f)
-
-
-def solve(
-    a0: jax.Array,
-    W0: jax.Array,
-    X: jax.Array,
-    y: jax.Array,
-    t: jax.Array,
-    *,
-    gamma: jax.Array | float = 0.0,
-    eta_a: jax.Array | float = 1.0,
-    eta_w: jax.Array | float = 1.0,
-    n_substeps: int = 100,
-    method: str = "rk4",
-    coordinates: str = "parameters",
-) -> Trajectory:
-    """Gradient flow of f(x) = Σ_i a_i σ(w_iᵀx) on L = ½Σ_j(f(x_j) − y_j)² (K Eq 124 / Eq 127).
-
-    .. math::  \\dot a_i = -\\eta_a w_i^\\top \\xi_i, \\quad \\dot w_i = -\\eta_w a_i \\xi_i, \\quad
-               \\xi_i = \\sum_j \\sigma'(w_i^\\top x_j)\\, x_j \\rho_j
-
-    integrated from time 0 with ``n_substeps`` fixed steps between consecutive save times, either on
-    the raw parameters (``coordinates="parameters"``) or on the per-neuron signed spherical
-    coordinates (μ_i, β̂_i) at fixed δ_i (``coordinates="spherical"``, K Eq 127). Both return the
-    same :class:`Trajectory`. ``method="rk4"`` stops each step at activation changes and follows
-    the Filippov sliding flow along a kink (module docstring), so it stays fourth order across
-    kinks: the default 100 steps per interval reach ≈1e-7 on O(1) problems.
-    ``method="euler"`` on the parameters is full-batch gradient descent with learning rate dt.
-    Every array argument may be traced (vmap over seeds, γ, rates, times) and differentiated.
-
-    Args:
-      a0: (h,) initial second-layer weights a_i(0).
-      W0: (h, d) initial first-layer weights w_i(0), every row non-zero.
-      X: (n, d) training inputs x_j.
-      y: (n,) targets y_j.
-      t: (T,) non-decreasing save times, t[0] ≥ 0 (t[0] = 0 returns the initialisation first).
-      gamma: γ ∈ [0, 1), σ(z) = max(z, γz).
-      eta_a, eta_w: learning rates η_a, η_w > 0.
-      n_substeps: steps per save interval (static).
-      method: "rk4" (default) or "euler" (static).
-      coordinates: "parameters" or "spherical" (static).
-
-    Returns:
-      :class:`Trajectory` with a (T, h), W (T, h, d), μ (T, h), β̂ (T, h, d), δ (h,), loss (T,)
-      and the network map f(x_j) on the training inputs (T, n).
-    """
-    a0, W0, X, y, t = (
-        as_float(v, n) for v, n in zip((a0, W0, X, y, t), "a0 W0 X y t".split(), strict=True)
-    )
-    if W0.ndim != 2:
-        raise ValueError(f"W0 must have shape (h, d), got {W0.shape}")
-    h, d = W0.shape
-    check_shape(a0, "a0", (h,), "(h,) matching W0 (h, d)")
-    if X.ndim != 2 or X.shape[1] != d:
-        raise ValueError(f"X must have shape (n, {d}) matching W0 (h, d), got {X.shape}")
-    check_shape(y, "y", (X.shape[0],), "(n,) matching X (n, d)")
-    if t.ndim != 1 or t.shape[0] == 0:
-        raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
-    gamma = _check_gamma(gamma)
-    if method not in ("rk4", "euler"):
-        raise ValueError(f"method must be 'rk4' or 'euler', got {method!r}")
-    if coordinates not in ("parameters", "spherical"):
-        raise ValueError(f"coordinates must be 'parameters' or 'spherical', got {coordinates!r}")
-    if not isinstance(n_substeps, int) or n_substeps < 1:
-        raise ValueError(f"n_substeps must be a positive int, got {n_substeps!r}")
-    for v, n in ((a0, "a0"), (W0, "W0"), (X, "X"), (y, "y"), (t, "t")):
-        check_finite(v, n)
-    if is_concrete(W0) and bool(np.any(np.linalg.norm(np.asarray(W0), axis=-1) == 0)):
-        raise ValueError("every row w_i of W0 must be non-zero (β̂_i = w_i/‖w_i‖ is undefined)")
-    if is_concrete(t) and (np.asarray(t)[0] < 0 or bool(np.any(np.diff(np.asarray(t)) < 0))):
-        raise ValueError("t must be non-decreasing with t[0] >= 0")
-    dtype = jnp.result_type(a0, W0, X, y, t)
-    a0, W0, X, y, t = (v.astype(dtype) for v in (a0, W0, X, y, t))
-    for v, n in ((eta_a, "eta_a"), (eta_w, "eta_w")):
-        v = as_float(v, n)
-        check_finite(v, n)
-        if is_concrete(v) and bool(np.any(np.asarray(v) <= 0)):
-            raise ValueError(f"{n} (learning rate) must be positive, got {np.asarray(v)}")
-    eta_a, eta_w, gamma = (jnp.asarray(v, dtype) for v in (eta_a, eta_w, gamma))
-    return _solve(a0, W0, X, y, t, gamma, eta_a, eta_w, n_substeps, method, coordinates)

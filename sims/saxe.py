@@ -76,109 +76,6 @@ class SaxeTrajectory(NamedTuple):
     w2: jax.Array
 
 
-def _svd(sigma_yx: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Thin SVD Σ_yx = U diag(ρ) Vᵀ: U (c, r), ρ (r,), V (d, r)."""
-    u, rho, vt = jnp.linalg.svd(sigma_yx, full_matrices=False)
-    return u, rho, vt.T
-
-
-def _as_matrix(x, name: str) -> jax.Array:
-    x = _checks.as_float(x, name)
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
-    _checks.check_finite(x, name)
-    return x
-
-
-def aligned_init(
-    sigma_yx: jax.Array,
-    hidden: int,
-    scale: jax.Array | float,
-    scale2: jax.Array | float | None = None,
-    rotation: jax.Array | None = None,
-) -> SaxeInit:
-    r"""Task-aligned initialisation W1 = R diag(α₁) Vᵀ, W2 = U diag(α₂) Rᵀ (T §A.2.3).
-
-    Only the first min(h, r) modes get a nonzero init when the hidden layer is narrower than r.
-
-    Args:
-      sigma_yx: input-output correlation Σ_yx = E[y xᵀ], shape ``(c, d)``.
-      hidden: hidden width h ≥ 1 (static).
-      scale: α₁ — first-layer mode scale, scalar or shape ``(r,)``.
-      scale2: α₂ — second-layer mode scale (default ``scale``: balanced, T Eq. A.31).
-      rotation: R, shape ``(h, min(h, r))`` with orthonormal columns (default: the first columns
-        of the identity).
-
-    Returns:
-      :class:`SaxeInit` ``(w1 (h, d), w2 (c, h))``.
-    """
-    sigma_yx = _as_matrix(sigma_yx, "sigma_yx")
-    if not isinstance(hidden, int | np.integer) or hidden < 1:
-        raise ValueError(f"hidden must be a positive int, got {hidden!r}")
-    u, rho, v = _svd(sigma_yx)
-    r = rho.shape[0]
-    k = min(hidden, r)
-    alpha1 = jnp.broadcast_to(jnp.asarray(scale, sigma_yx.dtype), (r,))[:k]
-    alpha2 = (
-        alpha1
-        if scale2 is None
-        else jnp.broadcast_to(jnp.asarray(scale2, sigma_yx.dtype), (r,))[:k]
-    )
-    if rotation is None:
-        rotation = jnp.eye(hidden, k, dtype=sigma_yx.dtype)
-    rotation = _checks.as_float(rotation, "rotation").astype(sigma_yx.dtype)
-    _checks.check_shape(rotation, "rotation", (hidden, k), "(h, min(h, r))")
-    w1 = (rotation * alpha1) @ v[:, :k].T
-    w2 = (u[:, :k] * alpha2) @ rotation.T
-    return SaxeInit(w1=w1, w2=w2)
-
-
-def _mode_decomposition(w1, w2, u, v):
-    """Per mode i: the hidden direction r_i and α₁ = r_iᵀW1v_i, α₂ = r_iᵀW2ᵀu_i (T Eq. A.32)."""
-    x = w1 @ v  # (h, r): column i = α₁ r_i
-    y = w2.T @ u  # (h, r): column i = α₂ r_i
-    nx, ny = jnp.linalg.norm(x, axis=0), jnp.linalg.norm(y, axis=0)
-    longer = nx >= ny
-    ref = jnp.where(longer, x, y)  # the longer one fixes r_i best
-    # Its own norm (not max(nx, ny), whose derivative splits between the two at a balanced init).
-    nref = jnp.where(longer, nx, ny)
-    # A mode at round-off level of the largest one is a saddle (α₁ = α₂ = 0), not a direction.
-    nonzero = nref > 8 * jnp.finfo(x.dtype).eps * jnp.max(nref)
-    r_dir = ref / jnp.where(nonzero, nref, 1.0)
-    r_dir = jnp.where(nonzero, r_dir, 0.0)
-    alpha1 = jnp.sum(r_dir * x, axis=0)
-    alpha2 = jnp.sum(r_dir * y, axis=0)
-    alpha1 = jnp.where(nonzero, alpha1, 0.0)
-    alpha2 = jnp.where(nonzero, alpha2, 0.0)
-    return r_dir, alpha1, alpha2
-
-
-def _check_aligned(w1, w2, u, v, r_dir, alpha1, alpha2) -> None:
-    """Raise unless W1 = R diag(α₁)Vᵀ, W2 = U diag(α₂)Rᵀ with orthonormal nonzero columns of R."""
-    if not all(_checks.is_concrete(z) for z in (w1, w2, u, v)):
-        return
-    w1n, w2n = np.asarray(w1), np.asarray(w2)
-    rd = np.asarray(r_dir)
-    w1_hat = (rd * np.asarray(alpha1)) @ np.asarray(v).T
-    w2_hat = (np.asarray(u) * np.asarray(alpha2)) @ rd.T
-    g = rd.T @ rd
-    nz = np.diag(g) > 0
-    g_err = np.abs(g - np.diag(nz.astype(g.dtype)))
-    scale = max(
-        np.abs(w1n).max(initial=0.0), np.abs(w2n).max(initial=0.0), np.finfo(w1n.dtype).tiny
-    )
-    tol = np.sqrt(np.finfo(w1n.dtype).eps)
-    if (
-        np.abs(w1n - w1_hat).max(initial=0.0) > tol * scale
-        or np.abs(w2n - w2_hat).max(initial=0.0) > tol * scale
-        or g_err.max(initial=0.0) > tol
-    ):
-        raise ValueError(
-            "w1_0, w2_0 must be task-aligned: W1 = R diag(α1) Vᵀ (h, d), W2 = U diag(α2) Rᵀ (c, h) "
-            "with Σ_yx = U diag(ρ) Vᵀ and orthonormal columns of R (build them with aligned_init)"
-        )
-
-
 def solve(
     w1_0: jax.Array,
     w2_0: jax.Array,
@@ -232,6 +129,59 @@ def solve(
     )
 
 
+def loss(params: SaxeInit, sigma_yx: jax.Array) -> jax.Array:
+    """½‖W2W1 − Σ_yx‖_F² = ½E‖W2W1x − y‖² − const for whitened x, for the integrator.
+
+    Args:
+      params: :class:`SaxeInit` ``(w1 (h, d), w2 (c, h))``.
+      sigma_yx: Σ_yx, shape ``(c, d)``.
+    """
+    return 0.5 * jnp.sum((params.w2 @ params.w1 - sigma_yx) ** 2)
+
+
+def aligned_init(
+    sigma_yx: jax.Array,
+    hidden: int,
+    scale: jax.Array | float,
+    scale2: jax.Array | float | None = None,
+    rotation: jax.Array | None = None,
+) -> SaxeInit:
+    r"""Task-aligned initialisation W1 = R diag(α₁) Vᵀ, W2 = U diag(α₂) Rᵀ (T §A.2.3).
+
+    Only the first min(h, r) modes get a nonzero init when the hidden layer is narrower than r.
+
+    Args:
+      sigma_yx: input-output correlation Σ_yx = E[y xᵀ], shape ``(c, d)``.
+      hidden: hidden width h ≥ 1 (static).
+      scale: α₁ — first-layer mode scale, scalar or shape ``(r,)``.
+      scale2: α₂ — second-layer mode scale (default ``scale``: balanced, T Eq. A.31).
+      rotation: R, shape ``(h, min(h, r))`` with orthonormal columns (default: the first columns
+        of the identity).
+
+    Returns:
+      :class:`SaxeInit` ``(w1 (h, d), w2 (c, h))``.
+    """
+    sigma_yx = _as_matrix(sigma_yx, "sigma_yx")
+    if not isinstance(hidden, int | np.integer) or hidden < 1:
+        raise ValueError(f"hidden must be a positive int, got {hidden!r}")
+    u, rho, v = _svd(sigma_yx)
+    r = rho.shape[0]
+    k = min(hidden, r)
+    alpha1 = jnp.broadcast_to(jnp.asarray(scale, sigma_yx.dtype), (r,))[:k]
+    alpha2 = (
+        alpha1
+        if scale2 is None
+        else jnp.broadcast_to(jnp.asarray(scale2, sigma_yx.dtype), (r,))[:k]
+    )
+    if rotation is None:
+        rotation = jnp.eye(hidden, k, dtype=sigma_yx.dtype)
+    rotation = _checks.as_float(rotation, "rotation").astype(sigma_yx.dtype)
+    _checks.check_shape(rotation, "rotation", (hidden, k), "(h, min(h, r))")
+    w1 = (rotation * alpha1) @ v[:, :k].T
+    w2 = (u[:, :k] * alpha2) @ rotation.T
+    return SaxeInit(w1=w1, w2=w2)
+
+
 def conserved(w1: jax.Array, w2: jax.Array) -> jax.Array:
     r"""The conserved quantity W1W1ᵀ − W2ᵀW2 (T Eq. A.29 in the (h, d), (c, h) shapes).
 
@@ -243,22 +193,6 @@ def conserved(w1: jax.Array, w2: jax.Array) -> jax.Array:
       shape ``(..., h, h)``.
     """
     return w1 @ jnp.swapaxes(w1, -1, -2) - jnp.swapaxes(w2, -1, -2) @ w2
-
-
-def loss(params: SaxeInit, sigma_yx: jax.Array) -> jax.Array:
-    """½‖W2W1 − Σ_yx‖_F² = ½E‖W2W1x − y‖² − const for whitened x, for the integrator.
-
-    Args:
-      params: :class:`SaxeInit` ``(w1 (h, d), w2 (c, h))``.
-      sigma_yx: Σ_yx, shape ``(c, d)``.
-    """
-    return 0.5 * jnp.sum((params.w2 @ params.w1 - sigma_yx) ** 2)
-
-
-@jax.jit
-def _reference_flow(params0: SaxeInit, t: jax.Array, sigma_yx: jax.Array) -> SaxeInit:
-    # atol far below the 1e-12 inits keeps the error control relative on the plateau.
-    return gradient_flow(loss, params0, t, sigma_yx, atol=1e-30)
 
 
 def verify(key: jax.Array, n_cases: int = 8) -> float:
@@ -305,3 +239,69 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         )
         worst = max(worst, err)
     return worst
+
+
+def _svd(sigma_yx: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Thin SVD Σ_yx = U diag(ρ) Vᵀ: U (c, r), ρ (r,), V (d, r)."""
+    u, rho, vt = jnp.linalg.svd(sigma_yx, full_matrices=False)
+    return u, rho, vt.T
+
+
+def _as_matrix(x, name: str) -> jax.Array:
+    x = _checks.as_float(x, name)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {x.shape}")
+    _checks.check_finite(x, name)
+    return x
+
+
+def _mode_decomposition(w1, w2, u, v):
+    """Per mode i: the hidden direction r_i and α₁ = r_iᵀW1v_i, α₂ = r_iᵀW2ᵀu_i (T Eq. A.32)."""
+    x = w1 @ v  # (h, r): column i = α₁ r_i
+    y = w2.T @ u  # (h, r): column i = α₂ r_i
+    nx, ny = jnp.linalg.norm(x, axis=0), jnp.linalg.norm(y, axis=0)
+    longer = nx >= ny
+    ref = jnp.where(longer, x, y)  # the longer one fixes r_i best
+    # Its own norm (not max(nx, ny), whose derivative splits between the two at a balanced init).
+    nref = jnp.where(longer, nx, ny)
+    # A mode at round-off level of the largest one is a saddle (α₁ = α₂ = 0), not a direction.
+    nonzero = nref > 8 * jnp.finfo(x.dtype).eps * jnp.max(nref)
+    r_dir = ref / jnp.where(nonzero, nref, 1.0)
+    r_dir = jnp.where(nonzero, r_dir, 0.0)
+    alpha1 = jnp.sum(r_dir * x, axis=0)
+    alpha2 = jnp.sum(r_dir * y, axis=0)
+    alpha1 = jnp.where(nonzero, alpha1, 0.0)
+    alpha2 = jnp.where(nonzero, alpha2, 0.0)
+    return r_dir, alpha1, alpha2
+
+
+def _check_aligned(w1, w2, u, v, r_dir, alpha1, alpha2) -> None:
+    """Raise unless W1 = R diag(α₁)Vᵀ, W2 = U diag(α₂)Rᵀ with orthonormal nonzero columns of R."""
+    if not all(_checks.is_concrete(z) for z in (w1, w2, u, v)):
+        return
+    w1n, w2n = np.asarray(w1), np.asarray(w2)
+    rd = np.asarray(r_dir)
+    w1_hat = (rd * np.asarray(alpha1)) @ np.asarray(v).T
+    w2_hat = (np.asarray(u) * np.asarray(alpha2)) @ rd.T
+    g = rd.T @ rd
+    nz = np.diag(g) > 0
+    g_err = np.abs(g - np.diag(nz.astype(g.dtype)))
+    scale = max(
+        np.abs(w1n).max(initial=0.0), np.abs(w2n).max(initial=0.0), np.finfo(w1n.dtype).tiny
+    )
+    tol = np.sqrt(np.finfo(w1n.dtype).eps)
+    if (
+        np.abs(w1n - w1_hat).max(initial=0.0) > tol * scale
+        or np.abs(w2n - w2_hat).max(initial=0.0) > tol * scale
+        or g_err.max(initial=0.0) > tol
+    ):
+        raise ValueError(
+            "w1_0, w2_0 must be task-aligned: W1 = R diag(α1) Vᵀ (h, d), W2 = U diag(α2) Rᵀ (c, h) "
+            "with Σ_yx = U diag(ρ) Vᵀ and orthonormal columns of R (build them with aligned_init)"
+        )
+
+
+@jax.jit
+def _reference_flow(params0: SaxeInit, t: jax.Array, sigma_yx: jax.Array) -> SaxeInit:
+    # atol far below the 1e-12 inits keeps the error control relative on the plateau.
+    return gradient_flow(loss, params0, t, sigma_yx, atol=1e-30)

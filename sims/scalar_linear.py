@@ -63,6 +63,123 @@ class Trajectory(NamedTuple):
         return self.network_map
 
 
+def solve(
+    a0: jax.Array,
+    b0: jax.Array,
+    S: jax.Array | float,
+    t: jax.Array,
+    *,
+    Z: jax.Array | float = 1.0,
+    eta: jax.Array | float = 1.0,
+) -> Trajectory:
+    """Exact gradient flow of f(x) = (x/Z) Σ a_i b_i from any init (Nam thesis, Theorem 1, Eq. 6.10–6.14).
+
+    .. math::
+        a_i = \\tfrac{a_i(0)+b_i(0)}{2}\\gamma^{1/2} + \\tfrac{a_i(0)-b_i(0)}{2}\\gamma^{-1/2},\\quad
+        b_i = \\tfrac{a_i(0)+b_i(0)}{2}\\gamma^{1/2} - \\tfrac{a_i(0)-b_i(0)}{2}\\gamma^{-1/2}
+
+    with γ(t) from T Eq. 6.12 at the rate 2D/Z of the ½-MSE flow (the thesis prints 4D/Z; see the
+    module docstring). Saddle inits (a = b = 0) stay at the saddle. Jit/vmap-friendly in every
+    argument (``S``, ``Z`` and the inits are traced; only p is a shape).
+
+    Args:
+      a0: (p,) initial second-factor weights a_i(0).
+      b0: (p,) initial first-factor weights b_i(0).
+      S: () target slope S (any sign; S = 0 allowed).
+      t: times t ≥ 0, any shape T.
+      Z: () output normalisation Z > 0 (keyword-only, default 1; Z = √p is the NTK
+        parametrisation).
+      eta: () learning rate η > 0 of the flow on :func:`loss`.
+
+    Returns:
+      :class:`Trajectory` with a, b (T + (p,)), ``network_map`` θ (alias ``theta``), γ, mode sums
+      (T) and γ₊, Σ₀, 𝒮₀ (scalars).
+
+    Raises:
+      ValueError: mismatched shapes, Z ≤ 0, t < 0 or non-finite inputs.
+    """
+    a0, b0, S, Z, t = _prepare(a0, b0, S, t, Z)
+    eta = _checks.as_float(eta, "eta")
+    _checks.check_shape(eta, "eta", (), "(a scalar rate)")
+    _checks.check_finite(eta, "eta")
+    _checks.check_positive(eta, "eta")
+    return _solve(a0, b0, S, Z, eta.astype(t.dtype) * t)._replace(t=t)
+
+
+def loss(params: dict, task) -> jax.Array:
+    """Raw-parameter loss the flow descends: ½(θ − S)², θ = Z⁻¹Σ_i a_i b_i (T Eq. 6.1, whitened x).
+
+    Args:
+      params: ``{"a": (p,), "b": (p,)}``.
+      task: S, or ``(S, Z)``.
+
+    Returns:
+      () loss.
+    """
+    S, Z = task if isinstance(task, tuple) else (task, 1.0)
+    theta = jnp.sum(params["a"] * params["b"]) / Z
+    return 0.5 * (theta - S) ** 2
+
+
+def gamma_plus(a0: jax.Array, b0: jax.Array, S: jax.Array, Z: jax.Array | float = 1.0) -> jax.Array:
+    """γ₊ = lim γ(t) = (S + √(Σ₀² − 𝒮₀² + S²))/(Σ₀ + 𝒮₀) (Nam thesis, Eq. 6.14).
+
+    γ₊ ≈ 1 means the weights barely move (lazy), γ₊ ≫ 1 the aligned modes are amplified (rich).
+    γ₊ ≥ S/Σ₀ for S > 0 (T §6.3.1). Infinite when Σ₀ + 𝒮₀ = 0 (all a_i = −b_i) and S > 0.
+
+    Args:
+      a0, b0: (p,) initial weights a_i(0), b_i(0).
+      S: () target slope S.
+      Z: () normalisation Z > 0.
+
+    Returns:
+      () γ₊.
+    """
+    a0, b0, S, Z, _ = _prepare(a0, b0, S, 0.0, Z)
+    return _solve(a0, b0, S, Z, jnp.zeros((), a0.dtype)).gamma_plus
+
+
+def verify(key: jax.Array, n_cases: int = 8) -> float:
+    """Max error of :func:`solve` against the integrated raw-parameter flow on random cases.
+
+    Cases draw p = 6 neurons, target slopes S of both signs over four decades, inits from 1e-3 to 3
+    in scale with random signs (aligned, anti-aligned and unbalanced a ≠ b), and Z ∈ {1, √p}; each
+    is compared at 41 times spanning the plateau and the approach to the fixed point.
+
+    Args:
+      key: PRNG key.
+      n_cases: number of random cases.
+
+    Returns:
+      max over cases and times of max(|θ − θ_ref|/|S|, |a − a_ref|/w, |b − b_ref|/w), with the
+      weight scale w = √(|S| Z) + max|a(0), b(0)|.
+    """
+    p = 6
+    k = jax.random.split(key, 4)
+    S = jax.random.choice(k[0], jnp.array([-1.0, 1.0]), (n_cases,)) * 10 ** jax.random.uniform(
+        k[1], (n_cases,), minval=-2.0, maxval=2.0
+    )
+    scale = 10 ** jax.random.uniform(k[2], (n_cases,), minval=-3.0, maxval=0.5)
+    ab = scale[:, None, None] * jax.random.normal(k[3], (n_cases, 2, p))
+    a0, b0 = ab[:, 0], ab[:, 1]
+    Z = jnp.where(jnp.arange(n_cases) % 2 == 1, np.sqrt(p), 1.0)
+    sol0 = jax.vmap(lambda a, b, s, z: solve(a, b, s, jnp.zeros(()), Z=z))(a0, b0, S, Z)
+    rate = 2 * jnp.sqrt(S**2 + (sol0.Sigma0 + sol0.S0) * (sol0.Sigma0 - sol0.S0)) / Z
+    # Cover the plateau of small inits (≈ log γ₊ / rate) and the approach to the fixed point.
+    t_end = (12.0 + jnp.log1p(jnp.abs(sol0.gamma_plus))) / rate
+    t = t_end[:, None] * jnp.linspace(0.0, 1.0, 41)
+    a_ref, b_ref = _reference(a0, b0, S, Z, t)
+    sol = jax.vmap(lambda a, b, s, tt, z: solve(a, b, s, tt, Z=z))(a0, b0, S, t, Z)
+    theta_ref = jnp.sum(a_ref * b_ref, axis=-1) / Z[:, None]
+    w = (jnp.sqrt(jnp.abs(S) * Z) + jnp.max(jnp.abs(ab), axis=(1, 2)))[:, None, None]
+    errs = (
+        jnp.max(jnp.abs(sol.network_map - theta_ref) / jnp.abs(S)[:, None]),
+        jnp.max(jnp.abs(sol.a - a_ref) / w),
+        jnp.max(jnp.abs(sol.b - b_ref) / w),
+    )
+    return float(max(errs))
+
+
 def _prepare(a0, b0, S, t, Z):
     a0 = _checks.as_float(a0, "a0")
     b0 = _checks.as_float(b0, "b0")
@@ -96,81 +213,6 @@ def _invariants(a0, b0, S, Z):
     M = jnp.sum((a0 - b0) ** 2) / (2 * Z)
     D = jnp.sqrt(S * S + P * M)
     return P, M, D
-
-
-def gamma_plus(a0: jax.Array, b0: jax.Array, S: jax.Array, Z: jax.Array | float = 1.0) -> jax.Array:
-    """γ₊ = lim γ(t) = (S + √(Σ₀² − 𝒮₀² + S²))/(Σ₀ + 𝒮₀) (Nam thesis, Eq. 6.14).
-
-    γ₊ ≈ 1 means the weights barely move (lazy), γ₊ ≫ 1 the aligned modes are amplified (rich).
-    γ₊ ≥ S/Σ₀ for S > 0 (T §6.3.1). Infinite when Σ₀ + 𝒮₀ = 0 (all a_i = −b_i) and S > 0.
-
-    Args:
-      a0, b0: (p,) initial weights a_i(0), b_i(0).
-      S: () target slope S.
-      Z: () normalisation Z > 0.
-
-    Returns:
-      () γ₊.
-    """
-    a0, b0, S, Z, _ = _prepare(a0, b0, S, 0.0, Z)
-    return _solve(a0, b0, S, Z, jnp.zeros((), a0.dtype)).gamma_plus
-
-
-def solve(
-    a0: jax.Array,
-    b0: jax.Array,
-    S: jax.Array | float,
-    t: jax.Array,
-    *,
-    Z: jax.Array | float = 1.0,
-    eta: jax.Array | float = 1.0,
-) -> Trajectory:
-    """Exact gradient flow of f(x) = (x/Z) Σ a_i b_i from any init (Nam thesis, Theorem 1, Eq. 6.10–6.14).
-
-    .. math::
-        a_i = \\tfrac{a_i(0)+b_i(0)}{2}\\gamma^{1/2} + \\tfrac{a_i(0)-b_i(0)}{2}\\gamma^{-1/2},\\quad
-        b_i = \\tfrac{a_i(0)+b_i(0)}{2}\\gamma^{1/2} - \\tfrac{a_i(0)-b_i(0)}{2}\\gamma^{-1/2}
-
-    with γ(t) from T Eq. 6.12 at the rate 2D/Z of the ½-MSE flow (the thesis prints 4D/Z; see the
-    module docstring). Saddle inits (a = b = 0) stay at the saddle. Jit/vmap-friendly in every
-    argument (``S``, ``Z`` and the inits are traced; only p is a shape).
-
-    Args:
-      a0: (p,) initial second-factor weights a_i(0).
-      b0: (p,) initial first-factor weights b_i(0).
-      S: () target slope S (any sign; S = 0 allowed).
-      t: times t ≥ 0, any shape T.
-      Z: () output normalisation Z > 0 (keyword-only, default 1; Z = √p is the NTK
-        parametrisation).
-      eta: () learning rate η > 0 of the flow on :func:`loss`.
-
-    Returns:
-      :class:`Trajectory` with a, b (T + (p,)), θ, γ, mode sums (T) and γ₊, Σ₀, 𝒮₀ (scalars).
-
-    Raises:
-      ValueError: mismatched shapes, Z ≤ 0, t < 0 or non-finite inputs.
-    """
-    a0, b0, S, Z, t = _prepare(a0, b0, S, t, Z)
-    eta = _checks.as_float(eta, "eta")
-    _checks.check_shape(eta, "eta", (), "(a scalar rate)")
-    _checks.check_finite(eta, "eta")
-    _checks.check_positive(eta, "eta")
-    return _solve(a0, b0, S, Z, eta.astype(t.dtype) * t)._replace(t=t)
-
-
-def loss(params: dict, task) -> jax.Array:
-    """Raw-parameter loss the flow descends: ½(θ − S)², θ = Z⁻¹Σ_i a_i b_i (T Eq. 6.1, whitened x).
-
-    Args:
-      params: ``{"a": (p,), "b": (p,)}``.
-      task: S, or ``(S, Z)``.
-
-    Returns:
-      () loss.
-    """
-    S, Z = task if isinstance(task, tuple) else (task, 1.0)
-    theta = jnp.sum(params["a"] * params["b"]) / Z
-    return 0.5 * (theta - S) ** 2
 
 
 @jax.jit
@@ -242,44 +284,3 @@ def _reference(a0, b0, S, Z, t):
         return ys["a"], ys["b"]
 
     return jax.vmap(one)(a0, b0, S, Z, t)
-
-
-def verify(key: jax.Array, n_cases: int = 8) -> float:
-    """Max error of :func:`solve` against the integrated raw-parameter flow on random cases.
-
-    Cases draw p = 6 neurons, target slopes S of both signs over four decades, inits from 1e-3 to 3
-    in scale with random signs (aligned, anti-aligned and unbalanced a ≠ b), and Z ∈ {1, √p}; each
-    is compared at 41 times spanning the plateau and the approach to the fixed point.
-
-    Args:
-      key: PRNG key.
-      n_cases: number of random cases.
-
-    Returns:
-      max over cases and times of max(|θ − θ_ref|/|S|, |a − a_ref|/w, |b − b_ref|/w), with the
-      weight scale w = √(|S| Z) + max|a(0), b(0)|.
-    """
-    p = 6
-    k = jax.random.split(key, 4)
-    S = jax.random.choice(k[0], jnp.array([-1.0, 1.0]), (n_cases,)) * 10 ** jax.random.uniform(
-        k[1], (n_cases,), minval=-2.0, maxval=2.0
-    )
-    scale = 10 ** jax.random.uniform(k[2], (n_cases,), minval=-3.0, maxval=0.5)
-    ab = scale[:, None, None] * jax.random.normal(k[3], (n_cases, 2, p))
-    a0, b0 = ab[:, 0], ab[:, 1]
-    Z = jnp.where(jnp.arange(n_cases) % 2 == 1, np.sqrt(p), 1.0)
-    sol0 = jax.vmap(lambda a, b, s, z: solve(a, b, s, jnp.zeros(()), Z=z))(a0, b0, S, Z)
-    rate = 2 * jnp.sqrt(S**2 + (sol0.Sigma0 + sol0.S0) * (sol0.Sigma0 - sol0.S0)) / Z
-    # Cover the plateau of small inits (≈ log γ₊ / rate) and the approach to the fixed point.
-    t_end = (12.0 + jnp.log1p(jnp.abs(sol0.gamma_plus))) / rate
-    t = t_end[:, None] * jnp.linspace(0.0, 1.0, 41)
-    a_ref, b_ref = _reference(a0, b0, S, Z, t)
-    sol = jax.vmap(lambda a, b, s, tt, z: solve(a, b, s, tt, Z=z))(a0, b0, S, t, Z)
-    theta_ref = jnp.sum(a_ref * b_ref, axis=-1) / Z[:, None]
-    w = (jnp.sqrt(jnp.abs(S) * Z) + jnp.max(jnp.abs(ab), axis=(1, 2)))[:, None, None]
-    errs = (
-        jnp.max(jnp.abs(sol.network_map - theta_ref) / jnp.abs(S)[:, None]),
-        jnp.max(jnp.abs(sol.a - a_ref) / w),
-        jnp.max(jnp.abs(sol.b - b_ref) / w),
-    )
-    return float(max(errs))

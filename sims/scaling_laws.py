@@ -71,100 +71,6 @@ class Prefactors(NamedTuple):
     compute_N: jax.Array  # N*(C) = compute_N · C^{1/(α+2)}
 
 
-def exponents(alpha: ArrayLike) -> Exponents:
-    """Scaling-law exponents of Table 4.1 for power-law exponent α > 0 (T Eq 4.25, 4.34, 4.36, 4.43–4.44)."""
-    check_alpha(alpha)
-    a = as_float(alpha, "alpha")
-    return Exponents(-a / (a + 1), -a / (a + 1), -a, -a / (a + 2), (a + 1) / (a + 2), 1 / (a + 2))
-
-
-def power_law_norm(alpha: ArrayLike, n_s: int | None = None) -> jax.Array:
-    """A = 1/Σ_{j≤n_s} j^{−(α+1)} (T Eq 4.1); ``n_s=None`` means n_s → ∞ (A = 1/ζ(α+1))."""
-    check_alpha(alpha)
-    a = as_float(alpha, "alpha")
-    one = jnp.ones_like(a)
-    z = jss.zeta(a + 1, one)
-    if n_s is not None:
-        z = z - jss.zeta(a + 1, one * (int(n_s) + 1))
-    return 1.0 / z
-
-
-def _time_integral(alpha, S, r0) -> jax.Array:
-    # ∫_0^∞ x^{−1/(α+1)} (1 + e^{x − x0})^{−2} dx, x0 = log(S/R0 − 1). With v = x^{α/(α+1)} the
-    # integrand becomes smooth: ((α+1)/α) ∫_0^∞ σ(x0 − v^{(α+1)/α})² dv (trapezoid, fine grid).
-    x0 = jnp.log(S / r0 - 1.0)
-    s = alpha / (alpha + 1)
-    v = jnp.linspace(0.0, 1.0, 200_001, dtype=x0.dtype) * jnp.maximum(x0 + 60.0, 60.0) ** s
-    return jnp.trapezoid(jax.nn.sigmoid(x0 - v ** (1 / s)) ** 2, v) / s
-
-
-def prefactors(
-    alpha: ArrayLike, S: ArrayLike = 1.0, r0: ArrayLike = 1e-3, eta: ArrayLike = 1.0
-) -> Prefactors:
-    """Prefactors of the four scaling laws for n_s → ∞ (derived in the module docstring).
-
-    Args:
-      alpha: α > 0; S: target scale; r0: R_k(0) (0 < r0 < S); eta: η.
-
-    Returns:
-      :class:`Prefactors`.
-    """
-    check_alpha(alpha)
-    a = as_float(alpha, "alpha")
-    A = power_law_norm(a)
-    e = -a / (a + 1)
-    K_T = S**2 * A / (2 * (a + 1)) * (2 * eta * A * S) ** e * _time_integral(a, S, r0)
-    K_D = S**2 * A ** (1 / (a + 1)) * jnp.exp(jss.gammaln(a / (a + 1))) / (2 * (a + 1))
-    K_N = S**2 * A / (2 * a)
-    # Compute-optimal N balances the two terms of Eq 4.38: a model of N skills follows the
-    # time law until skill N is learned and then plateaus at K_N N^{−α}, so the optimum sits at
-    # the corner K_T (C/N)^e = K_N N^{−α}: N* = (K_N/K_T)^{(α+1)/(α(α+2))} C^{1/(α+2)}.
-    cN = (K_N / K_T) ** ((a + 1) / (a * (a + 2)))
-    K_C = K_N * cN ** (-a)
-    return Prefactors(K_T, K_D, K_N, K_C, cN)
-
-
-def _tail_mass(alpha, n_sim: int, n_s: int | None) -> jax.Array:
-    """Σ_{k>n_sim}^{n_s} P_s(k) (n_s = None → ∞)."""
-    a = as_float(alpha, "alpha")
-    A = power_law_norm(a, n_s)
-    one = jnp.ones_like(a)
-    tail = jss.zeta(a + 1, one * (n_sim + 1))
-    if n_s is not None:
-        tail = tail - jss.zeta(a + 1, one * (n_s + 1))
-    return A * tail
-
-
-def time_curve(
-    T: ArrayLike,
-    alpha: ArrayLike,
-    S: ArrayLike = 1.0,
-    r0: ArrayLike = 1e-3,
-    eta: ArrayLike = 1.0,
-    n_s: int | None = None,
-    n_sim: int = 100_000,
-) -> jax.Array:
-    """Loss L(T) of the multilinear model with D, N → ∞ (N = n_s skills, d_k/D = P_s(k)) (T Eq 4.19–4.21).
-
-    Args:
-      T: (n,) times; alpha: α; S, r0, eta: as in :mod:`sims.skills`.
-      n_s: number of skills (None → ∞: skills beyond ``n_sim`` contribute ½S²P_s(k) each).
-      n_sim: number of skills simulated explicitly.
-
-    Returns:
-      (n,) loss values.
-    """
-    check_alpha(alpha)
-    # One dtype for all (float32 in, float32 out; Python scalars take the arrays' dtype).
-    T, alpha, S, r0, eta = promote(T=T, alpha=alpha, S=S, r0=r0, eta=eta)
-    n_sim = n_sim if n_s is None else int(n_s)
-    A = power_law_norm(alpha, n_s)
-    P = A * jnp.arange(1, n_sim + 1, dtype=A.dtype) ** (-(alpha + 1.0))
-    if n_s is None:
-        _check_untouched(T, alpha, S, r0, eta, P[-1])
-    return loss_curve(r0, S, P, T, eta=eta, absent_mass=_tail_mass(alpha, n_sim, n_s))
-
-
 class TimeLaw(NamedTuple):
     """Loss over time of the multilinear model with power-law skills, beside its scaling law."""
 
@@ -241,14 +147,78 @@ def loss(params: dict, task: tuple) -> jax.Array:
     return 0.5 * jnp.sum(P * (S - params["a"] * params["b"]) ** 2)
 
 
-def _check_untouched(T, alpha, S, r0, eta, p_last) -> None:
-    """The analytic tail assumes skill n_sim has not moved: 2ηP S T ≪ log(S/R0)."""
-    tmax = float(np.max(np.asarray(T)))
-    if 2 * eta * float(p_last) * S * tmax > 0.1:
-        raise ValueError(
-            f"T up to {tmax:.3g} lets skill n_sim emerge (rate×T = "
-            f"{2 * eta * float(p_last) * S * tmax:.3g} > 0.1); increase n_sim or lower T"
-        )
+def exponents(alpha: ArrayLike) -> Exponents:
+    """Scaling-law exponents of Table 4.1 for power-law exponent α > 0 (T Eq 4.25, 4.34, 4.36, 4.43–4.44)."""
+    check_alpha(alpha)
+    a = as_float(alpha, "alpha")
+    return Exponents(-a / (a + 1), -a / (a + 1), -a, -a / (a + 2), (a + 1) / (a + 2), 1 / (a + 2))
+
+
+def power_law_norm(alpha: ArrayLike, n_s: int | None = None) -> jax.Array:
+    """A = 1/Σ_{j≤n_s} j^{−(α+1)} (T Eq 4.1); ``n_s=None`` means n_s → ∞ (A = 1/ζ(α+1))."""
+    check_alpha(alpha)
+    a = as_float(alpha, "alpha")
+    one = jnp.ones_like(a)
+    z = jss.zeta(a + 1, one)
+    if n_s is not None:
+        z = z - jss.zeta(a + 1, one * (int(n_s) + 1))
+    return 1.0 / z
+
+
+def prefactors(
+    alpha: ArrayLike, S: ArrayLike = 1.0, r0: ArrayLike = 1e-3, eta: ArrayLike = 1.0
+) -> Prefactors:
+    """Prefactors of the four scaling laws for n_s → ∞ (derived in the module docstring).
+
+    Args:
+      alpha: α > 0; S: target scale; r0: R_k(0) (0 < r0 < S); eta: η.
+
+    Returns:
+      :class:`Prefactors`.
+    """
+    check_alpha(alpha)
+    a = as_float(alpha, "alpha")
+    A = power_law_norm(a)
+    e = -a / (a + 1)
+    K_T = S**2 * A / (2 * (a + 1)) * (2 * eta * A * S) ** e * _time_integral(a, S, r0)
+    K_D = S**2 * A ** (1 / (a + 1)) * jnp.exp(jss.gammaln(a / (a + 1))) / (2 * (a + 1))
+    K_N = S**2 * A / (2 * a)
+    # Compute-optimal N balances the two terms of Eq 4.38: a model of N skills follows the
+    # time law until skill N is learned and then plateaus at K_N N^{−α}, so the optimum sits at
+    # the corner K_T (C/N)^e = K_N N^{−α}: N* = (K_N/K_T)^{(α+1)/(α(α+2))} C^{1/(α+2)}.
+    cN = (K_N / K_T) ** ((a + 1) / (a * (a + 2)))
+    K_C = K_N * cN ** (-a)
+    return Prefactors(K_T, K_D, K_N, K_C, cN)
+
+
+def time_curve(
+    T: ArrayLike,
+    alpha: ArrayLike,
+    S: ArrayLike = 1.0,
+    r0: ArrayLike = 1e-3,
+    eta: ArrayLike = 1.0,
+    n_s: int | None = None,
+    n_sim: int = 100_000,
+) -> jax.Array:
+    """Loss L(T) of the multilinear model with D, N → ∞ (N = n_s skills, d_k/D = P_s(k)) (T Eq 4.19–4.21).
+
+    Args:
+      T: (n,) times; alpha: α; S, r0, eta: as in :mod:`sims.skills`.
+      n_s: number of skills (None → ∞: skills beyond ``n_sim`` contribute ½S²P_s(k) each).
+      n_sim: number of skills simulated explicitly.
+
+    Returns:
+      (n,) loss values.
+    """
+    check_alpha(alpha)
+    # One dtype for all (float32 in, float32 out; Python scalars take the arrays' dtype).
+    T, alpha, S, r0, eta = promote(T=T, alpha=alpha, S=S, r0=r0, eta=eta)
+    n_sim = n_sim if n_s is None else int(n_s)
+    A = power_law_norm(alpha, n_s)
+    P = A * jnp.arange(1, n_sim + 1, dtype=A.dtype) ** (-(alpha + 1.0))
+    if n_s is None:
+        _check_untouched(T, alpha, S, r0, eta, P[-1])
+    return loss_curve(r0, S, P, T, eta=eta, absent_mass=_tail_mass(alpha, n_sim, n_s))
 
 
 def expected_data_loss(
@@ -451,3 +421,33 @@ def fit_power_law(
         raise ValueError(f"need at least 2 points in the fitting window {window}, got {m.sum()}")
     e, c = np.polyfit(np.log(x[m]), np.log(y[m]), 1)
     return float(e), float(np.exp(c))
+
+
+def _time_integral(alpha, S, r0) -> jax.Array:
+    # ∫_0^∞ x^{−1/(α+1)} (1 + e^{x − x0})^{−2} dx, x0 = log(S/R0 − 1). With v = x^{α/(α+1)} the
+    # integrand becomes smooth: ((α+1)/α) ∫_0^∞ σ(x0 − v^{(α+1)/α})² dv (trapezoid, fine grid).
+    x0 = jnp.log(S / r0 - 1.0)
+    s = alpha / (alpha + 1)
+    v = jnp.linspace(0.0, 1.0, 200_001, dtype=x0.dtype) * jnp.maximum(x0 + 60.0, 60.0) ** s
+    return jnp.trapezoid(jax.nn.sigmoid(x0 - v ** (1 / s)) ** 2, v) / s
+
+
+def _tail_mass(alpha, n_sim: int, n_s: int | None) -> jax.Array:
+    """Σ_{k>n_sim}^{n_s} P_s(k) (n_s = None → ∞)."""
+    a = as_float(alpha, "alpha")
+    A = power_law_norm(a, n_s)
+    one = jnp.ones_like(a)
+    tail = jss.zeta(a + 1, one * (n_sim + 1))
+    if n_s is not None:
+        tail = tail - jss.zeta(a + 1, one * (n_s + 1))
+    return A * tail
+
+
+def _check_untouched(T, alpha, S, r0, eta, p_last) -> None:
+    """The analytic tail assumes skill n_sim has not moved: 2ηP S T ≪ log(S/R0)."""
+    tmax = float(np.max(np.asarray(T)))
+    if 2 * eta * float(p_last) * S * tmax > 0.1:
+        raise ValueError(
+            f"T up to {tmax:.3g} lets skill n_sim emerge (rate×T = "
+            f"{2 * eta * float(p_last) * S * tmax:.3g} > 0.1); increase n_sim or lower T"
+        )

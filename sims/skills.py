@@ -54,6 +54,75 @@ class SkillTrajectory(NamedTuple):
         return self.network_map
 
 
+def solve(
+    r0: jax.Array | float,
+    S: jax.Array | float,
+    p: jax.Array,
+    t: jax.Array,
+    *,
+    p_test: jax.Array | None = None,
+    eta: jax.Array | float = 1.0,
+    absent_mass: jax.Array | float = 0.0,
+) -> SkillTrajectory:
+    """Closed-form learning dynamics of the multilinear model with N skills (T Eq 4.11, 4.17).
+
+    .. math::  L(T) = Σ_{k≤N} P_s(k) ½(S − R_k(T))² + ½S² Σ_{k>N} P_s(k)
+
+    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) = √R_k(0). The arguments are read in
+    this order only (nothing is inferred from their shapes or values); the options are
+    keyword-only.
+
+    Args:
+      r0: R_k(0) ≥ 0, scalar or (N,).
+      S: target scale S > 0 (scalar).
+      p: (N,) training weights d_k/D (empirical skill counts over D, or P_s(k) for D → ∞).
+      t: (T,) times.
+      p_test: (N,) test weights P_s(k) for the loss (default: ``p``).
+      eta: learning rate η > 0 (default 1).
+      absent_mass: Σ_{k>N} P_s(k), the probability of skills the model has no basis function for
+        (default 0).
+
+    Returns:
+      :class:`SkillTrajectory` with ``network_map`` (the R_k, alias ``R``) of shape (T, N), in
+      the dtype of the inputs.
+    """
+    t = as_float(t, "t")
+    p = as_float(p, "p")
+    if t.ndim != 1 or p.ndim != 1:
+        raise ValueError(f"t must be (T,) and p must be (N,), got {t.shape} and {p.shape}")
+    r0 = as_float(r0, "r0")
+    if r0.ndim > 1 or (r0.ndim == 1 and r0.shape[0] != p.shape[0]):
+        raise ValueError(
+            f"r0 must be a scalar or have shape ({p.shape[0]},) like p, got {r0.shape}"
+        )
+    eta = as_float(eta, "eta")
+    for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (eta, "eta")):
+        check_finite(x, name)
+    check_positive(eta, "eta (learning rate η)")
+    p_test = p if p_test is None else as_float(p_test, "p_test")
+    R = skill_strength(t[:, None], S, r0, p[None, :], eta)
+    Lk = skill_loss(R, S)
+    loss = Lk @ p_test + 0.5 * S**2 * absent_mass
+    return SkillTrajectory(t, R, Lk, loss)
+
+
+def loss(params: dict, task: tuple) -> jax.Array:
+    """Raw-parameter loss the flow descends: Σ_k p_k ½(S − a_k b_k)² (T Eq 4.10 weighted by Eq 4.17).
+
+    Balanced a_k(0) = b_k(0) with R_k = a_k b_k gives Ṙ_k = 2ηp_k R_k(S − R_k), solved by
+    :func:`skill_strength`.
+
+    Args:
+      params: ``{"a": (N,), "b": (N,)}``.
+      task: ``(S, p)``, the target scale () and the training weights p_k (N,).
+
+    Returns:
+      () loss.
+    """
+    S, p = task
+    return 0.5 * jnp.sum(p * (S - params["a"] * params["b"]) ** 2)
+
+
 def skill_frequencies(alpha: float | jax.Array, n_s: int) -> jax.Array:
     """Power-law skill frequencies P_s(k) = A k^{−(α+1)}, k = 1..n_s (T Eq 4.1).
 
@@ -110,74 +179,6 @@ def skill_strength(t, S, r0, p, eta=1.0) -> jax.Array:
 def skill_loss(R, S) -> jax.Array:
     """Skill loss L_k = ½ (S − R_k)² of the multilinear model (T Eq 4.10)."""
     return 0.5 * (S - R) ** 2
-
-
-def solve(
-    r0: jax.Array | float,
-    S: jax.Array | float,
-    p: jax.Array,
-    t: jax.Array,
-    *,
-    p_test: jax.Array | None = None,
-    eta: jax.Array | float = 1.0,
-    absent_mass: jax.Array | float = 0.0,
-) -> SkillTrajectory:
-    """Closed-form learning dynamics of the multilinear model with N skills (T Eq 4.11, 4.17).
-
-    .. math::  L(T) = Σ_{k≤N} P_s(k) ½(S − R_k(T))² + ½S² Σ_{k>N} P_s(k)
-
-    The flow of :func:`loss` from a balanced init a_k(0) = b_k(0) = √R_k(0). The arguments are read in
-    this order only (nothing is inferred from their shapes or values); the options are
-    keyword-only.
-
-    Args:
-      r0: R_k(0) ≥ 0, scalar or (N,).
-      S: target scale S > 0 (scalar).
-      p: (N,) training weights d_k/D (empirical skill counts over D, or P_s(k) for D → ∞).
-      t: (T,) times.
-      p_test: (N,) test weights P_s(k) for the loss (default: ``p``).
-      eta: learning rate η > 0 (default 1).
-      absent_mass: Σ_{k>N} P_s(k), the probability of skills the model has no basis function for
-        (default 0).
-
-    Returns:
-      :class:`SkillTrajectory` with R of shape (T, N), in the dtype of the inputs.
-    """
-    t = as_float(t, "t")
-    p = as_float(p, "p")
-    if t.ndim != 1 or p.ndim != 1:
-        raise ValueError(f"t must be (T,) and p must be (N,), got {t.shape} and {p.shape}")
-    r0 = as_float(r0, "r0")
-    if r0.ndim > 1 or (r0.ndim == 1 and r0.shape[0] != p.shape[0]):
-        raise ValueError(
-            f"r0 must be a scalar or have shape ({p.shape[0]},) like p, got {r0.shape}"
-        )
-    eta = as_float(eta, "eta")
-    for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (eta, "eta")):
-        check_finite(x, name)
-    check_positive(eta, "eta (learning rate η)")
-    p_test = p if p_test is None else as_float(p_test, "p_test")
-    R = skill_strength(t[:, None], S, r0, p[None, :], eta)
-    Lk = skill_loss(R, S)
-    loss = Lk @ p_test + 0.5 * S**2 * absent_mass
-    return SkillTrajectory(t, R, Lk, loss)
-
-
-def loss(params: dict, task: tuple) -> jax.Array:
-    """Raw-parameter loss the flow descends: Σ_k p_k ½(S − a_k b_k)² (T Eq 4.10 weighted by Eq 4.17).
-
-    Balanced a_k(0) = b_k(0) with R_k = a_k b_k gives Ṙ_k = 2ηp_k R_k(S − R_k), solved by
-    :func:`skill_strength`.
-
-    Args:
-      params: ``{"a": (N,), "b": (N,)}``.
-      task: ``(S, p)``, the target scale () and the training weights p_k (N,).
-
-    Returns:
-      () loss.
-    """
-    S, p = task
-    return 0.5 * jnp.sum(p * (S - params["a"] * params["b"]) ** 2)
 
 
 def loss_curve(
@@ -257,15 +258,6 @@ def basis_function_limit(N, n_s: int, S) -> jax.Array:
     return jnp.where(k <= N, S, jnp.zeros_like(S))
 
 
-def _sample_loss(params, args):
-    """The raw empirical loss Eq B.3 on D samples: ½ mean_j (S g_j − Σ_k a_k b_k g_k(i_j, x_j))²."""
-    skill, sign, S = args
-    n = params["a"].shape[0]
-    G = jax.nn.one_hot(skill, n, dtype=sign.dtype) * sign[:, None]  # g_k(i_j, x_j), Eq 4.2
-    f = G @ (params["a"] * params["b"])
-    return 0.5 * jnp.mean((S * sign - f) ** 2)
-
-
 def verify(key: jax.Array, n_cases: int = 8) -> float:
     """Max |closed form − integrated raw flow| / S over random cases (used by ``lrrich verify``).
 
@@ -298,3 +290,12 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         R_cf = skill_strength(t[:, None], S, a0**2, p[None, :], eta)
         worst = max(worst, float(jnp.max(jnp.abs(R_flow - R_cf))) / S)
     return worst
+
+
+def _sample_loss(params, args):
+    """The raw empirical loss Eq B.3 on D samples: ½ mean_j (S g_j − Σ_k a_k b_k g_k(i_j, x_j))²."""
+    skill, sign, S = args
+    n = params["a"].shape[0]
+    G = jax.nn.one_hot(skill, n, dtype=sign.dtype) * sign[:, None]  # g_k(i_j, x_j), Eq 4.2
+    f = G @ (params["a"] * params["b"])
+    return 0.5 * jnp.mean((S * sign - f) ** 2)

@@ -53,17 +53,81 @@ __all__ = [
 ]
 
 
-def _kron_sum(P: jax.Array, Q: jax.Array) -> jax.Array:
-    """P ⊕ Q = P ⊗ I_d + I_c ⊗ Q for P (c, c), Q (d, d) (K footnote 4)."""
-    c, d = P.shape[-1], Q.shape[-1]
-    return jnp.kron(P, jnp.eye(d, dtype=Q.dtype)) + jnp.kron(jnp.eye(c, dtype=P.dtype), Q)
+#: Newton iterations allowed before :func:`_minimise_on_affine` reports non-convergence: damped
+#: steps bring the iterate into the quadratic basin in a few dozen steps on these programs (the
+#: tests converge in < 30); the rest is headroom. A bound is needed to stay jittable (while_loop).
+NEWTON_MAX_ITER = 100
 
 
-def _check_two_layer(W, A):
-    W, A = as_float(W, "W"), as_float(A, "A")
-    if W.ndim != 2 or A.ndim != 2 or W.shape[0] != A.shape[0]:
-        raise ValueError(f"W must be (h, d) and A (h, c) with the same h, got {W.shape}, {A.shape}")
-    return W, A
+class TaskAligned(NamedTuple):
+    """Implicit-bias solution of a task-aligned square network (K Theorem B.6)."""
+
+    Lambda: jax.Array  # (d,) singular values Λ* of β(∞) in the task basis
+    network_map: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ (alias ``beta``)
+    converged: jax.Array  # () bool, Newton's stopping criterion met (see _minimise_on_affine)
+
+    @property
+    def beta(self) -> jax.Array:
+        """β(∞): :attr:`network_map` under its former name (an alias)."""
+        return self.network_map
+
+
+def interpolant(
+    W0: jax.Array,
+    A0: jax.Array,
+    X: jax.Array,
+    Y: jax.Array,
+    V: jax.Array,
+    U: jax.Array,
+    *,
+    eta_a: jax.Array | float = 1.0,
+    eta_w: jax.Array | float = 1.0,
+    max_iter: int = NEWTON_MAX_ITER,
+) -> TaskAligned:
+    """β(∞) reached by gradient flow of a task-aligned square network from (W0, A0) (K Thm B.6).
+
+    .. math::  \\beta(\\infty) = V\\,\\mathrm{diag}(\\Lambda^*)\\,U^\\top, \\quad
+               \\Lambda^* = \\arg\\min_{XV\\mathrm{diag}(\\Lambda)U^\\top = Y}
+               \\sum_i q_\\delta(\\Lambda_i) - q_\\delta'(\\Lambda_i(0))\\Lambda_i
+
+    The contract's entry point for this model: reads Λ(0) = diag(Vᵀβ(0)U) and δ from the init and
+    checks the assumptions, each violation reported by size in a ``ValueError``: Δ = δI (K App.
+    B.1.3), β(0) diagonal in (V, U) (K B.4) and XᵀX diagonal in V (K B.5).
+
+    Args:
+      W0: (d, d) first layer W(0); A0: (d, d) second layer A(0) (f(x) = Aᵀ W x, β = WᵀA).
+      X: (n, d) inputs; Y: (n, d) targets.
+      V, U: (d, d) orthogonal singular vectors of XᵀY = V S Uᵀ.
+      eta_a, eta_w: learning rates η_a, η_w.
+      max_iter: Newton iterations before non-convergence is reported.
+
+    Returns:
+      :class:`TaskAligned` (Λ*, β(∞), converged).
+    """
+    W0, A0 = _check_two_layer(W0, A0)
+    d = W0.shape[1]
+    if W0.shape != (d, d) or A0.shape != (d, d):
+        raise ValueError(f"W0 and A0 must be square (d, d), got {W0.shape}, {A0.shape}")
+    Delta = conserved(W0, A0, eta_a, eta_w)
+    delta = jnp.mean(jnp.diag(Delta))
+    Lam = V.T @ W0.T @ A0 @ U
+    if is_concrete(Delta) and is_concrete(V) and is_concrete(U):
+        scale = max(float(jnp.abs(Delta).max()), float(eta_a * jnp.abs(W0 @ W0.T).max()))
+        err = float(jnp.abs(Delta - delta * jnp.eye(d, dtype=Delta.dtype)).max()) / scale
+        if err > _alignment_tol(W0.dtype):
+            raise ValueError(
+                f"W0, A0 must have isotropic Δ = η_w AAᵀ − η_a WWᵀ = δI: its deviation from "
+                f"δI is {err:.3g} of its scale (allowed {_alignment_tol(W0.dtype):.1g})"
+            )
+        err = _violation(Lam)
+        if err > _alignment_tol(W0.dtype):
+            raise ValueError(
+                f"β(0) = W0ᵀA0 must be diagonal in (V, U) (K Assumption B.4): the off-diagonal "
+                f"part of Vᵀβ(0)U is {err:.3g} of its largest entry"
+            )
+    return task_aligned_interpolant(
+        X, Y, V, U, jnp.diag(Lam), delta, eta_a, eta_w, max_iter=max_iter
+    )
 
 
 def conserved(
@@ -163,11 +227,6 @@ def metric_lazy_limit(beta_i: jax.Array, delta_i: jax.Array) -> jax.Array:
     return _kron_sum(P_out, P_in)
 
 
-def _psd_sqrt(S: jax.Array) -> jax.Array:
-    lam, U = jnp.linalg.eigh(S)
-    return (U * jnp.sqrt(jnp.maximum(lam, 0.0))) @ U.T
-
-
 def metric_square_isotropic(
     beta: jax.Array,
     delta: jax.Array | float,
@@ -243,99 +302,6 @@ def hyperbolic_entropy(
     )
 
 
-def _q_shifted(x, delta, s):
-    """q_δ up to a linear term: (x log(2sx + R) − R/(2s))/(2s), R = √(4s²x² + δ²); finite at δ = 0."""
-    R = jnp.sqrt(4 * s**2 * x**2 + delta**2)
-    return (x * jnp.log(2 * s * x + R) - R / (2 * s)) / (2 * s)
-
-
-#: Newton iterations allowed before :func:`_minimise_on_affine` reports non-convergence: damped
-#: steps bring the iterate into the quadratic basin in a few dozen steps on these programs (the
-#: tests converge in < 30); the rest is headroom. A bound is needed to stay jittable (while_loop).
-NEWTON_MAX_ITER = 100
-
-
-def _minimise_on_affine(objective, G, b, x0, max_iter: int = NEWTON_MAX_ITER):
-    """argmin objective(x) s.t. Gx = b by damped Newton in the null space of G (convex, smooth).
-
-    The Newton direction is Δ = −P (PHP + (I − P))⁻¹ P g with P = I − G⁺G, which stays in null(G)
-    and is well defined when G is rank deficient; a backtracking line search keeps the iterate in
-    the objective's domain (non-finite values are rejected).
-
-    Stopping criterion: the full Newton step is small, ‖Δ‖ ≤ √ε (1 + ‖x‖) with ε the machine
-    epsilon of x's dtype; that step is then taken, and quadratic convergence leaves an error of
-    O(ε). Returns ``(x, converged)``; ``converged`` is False when ``max_iter`` iterations (or a
-    failed line search) did not meet the criterion.
-    """
-    Gp = jnp.linalg.pinv(G)
-    P = jnp.eye(x0.shape[0], dtype=x0.dtype) - Gp @ G
-    x = x0 + Gp @ (b - G @ x0)
-    grad, hess = jax.grad(objective), jax.hessian(objective)
-    tol = jnp.sqrt(jnp.finfo(x0.dtype).eps)
-
-    def body(state):
-        i, x, _, _ = state
-        g, H = P @ grad(x), hess(x)
-        step = -P @ jnp.linalg.solve(P @ H @ P + (jnp.eye(P.shape[0], dtype=P.dtype) - P), g)
-        done = jnp.linalg.norm(step) <= tol * (1 + jnp.linalg.norm(x))
-        f0, slope = objective(x), g @ step
-
-        def bad(s):
-            f = objective(x + s * step)
-            return jnp.logical_not(jnp.isfinite(f) & (f <= f0 + 0.25 * s * slope))
-
-        s = lax.while_loop(lambda s: bad(s) & (s > 1e-12), lambda s: s / 2, jnp.ones_like(f0))
-        s = jnp.where(done, jnp.ones_like(s), s)
-        stuck = (s <= 1e-12) | jnp.logical_not(jnp.all(jnp.isfinite(step)))
-        return i + 1, jnp.where(stuck, x, x + s * step), done, stuck
-
-    def more(state):
-        i, _, done, stuck = state
-        return (i < max_iter) & jnp.logical_not(done | stuck)
-
-    false = jnp.zeros((), bool)
-    _, x, done, _ = lax.while_loop(more, body, (0, x, false, false))
-    return x, done
-
-
-def _report_newton(x, converged, what: str, max_iter: int):
-    """Raise when a concrete Newton solve did not converge; under tracing mark it with NaN."""
-    if is_concrete(converged):
-        if not bool(converged):
-            raise RuntimeError(
-                f"{what}: Newton's method did not reach ‖Δ‖ ≤ √ε(1 + ‖x‖) in {max_iter} "
-                "iterations (or its line search failed); the problem may be ill-posed"
-            )
-        return x
-    return jnp.where(converged, x, jnp.full_like(x, jnp.nan))
-
-
-class TaskAligned(NamedTuple):
-    """Implicit-bias solution of a task-aligned square network (K Theorem B.6)."""
-
-    Lambda: jax.Array  # (d,) singular values Λ* of β(∞) in the task basis
-    network_map: jax.Array  # (d, d) β(∞) = V diag(Λ*) Uᵀ (alias ``beta``)
-    converged: jax.Array  # () bool, Newton's stopping criterion met (see _minimise_on_affine)
-
-    @property
-    def beta(self) -> jax.Array:
-        """β(∞): :attr:`network_map` under its former name (an alias)."""
-        return self.network_map
-
-
-def _violation(M: jax.Array) -> float:
-    """Largest off-diagonal entry of M relative to its largest entry (0 when M is diagonal)."""
-    M = np.asarray(M)
-    off = M - np.diag(np.diag(M))
-    return float(np.abs(off).max() / max(np.abs(M).max(), np.finfo(M.dtype).tiny))
-
-
-def _alignment_tol(dtype) -> float:
-    # A violation ε of the alignment moves β(∞) at first order in ε; √eps (1.5e-8 in float64)
-    # admits V, U from an SVD of rounded data and rejects genuinely misaligned inputs.
-    return float(np.sqrt(np.finfo(dtype).eps))
-
-
 def task_aligned_interpolant(
     X: jax.Array,
     Y: jax.Array,
@@ -375,75 +341,6 @@ def task_aligned_interpolant(
     sol = _task_aligned(X, Y, V, U, Lambda0, delta, eta_a, eta_w, max_iter)
     lam = _report_newton(sol.Lambda, sol.converged, "task_aligned_interpolant", max_iter)
     return TaskAligned(lam, (V * lam) @ U.T, sol.converged)
-
-
-@partial(jax.jit, static_argnums=8)
-def _task_aligned(X, Y, V, U, Lambda0, delta, eta_a, eta_w, max_iter):
-    s = jnp.sqrt(eta_a * eta_w)
-    # vec(X V diag(Λ) Uᵀ) is linear in Λ: column i of the map is vec(X v_i u_iᵀ).
-    G = jnp.einsum("nd,di,ci->nci", X, V, U).reshape(-1, Lambda0.shape[0])
-    theta0 = jnp.log(2 * s * Lambda0 + jnp.sqrt(4 * s**2 * Lambda0**2 + delta**2)) / (2 * s)
-    obj = lambda lam: jnp.sum(_q_shifted(lam, delta, s) - theta0 * lam)
-    lam, ok = _minimise_on_affine(obj, G, Y.reshape(-1), Lambda0, max_iter)
-    return TaskAligned(lam, (V * lam) @ U.T, ok)
-
-
-def interpolant(
-    W0: jax.Array,
-    A0: jax.Array,
-    X: jax.Array,
-    Y: jax.Array,
-    V: jax.Array,
-    U: jax.Array,
-    *,
-    eta_a: jax.Array | float = 1.0,
-    eta_w: jax.Array | float = 1.0,
-    max_iter: int = NEWTON_MAX_ITER,
-) -> TaskAligned:
-    """β(∞) reached by gradient flow of a task-aligned square network from (W0, A0) (K Thm B.6).
-
-    .. math::  \\beta(\\infty) = V\\,\\mathrm{diag}(\\Lambda^*)\\,U^\\top, \\quad
-               \\Lambda^* = \\arg\\min_{XV\\mathrm{diag}(\\Lambda)U^\\top = Y}
-               \\sum_i q_\\delta(\\Lambda_i) - q_\\delta'(\\Lambda_i(0))\\Lambda_i
-
-    The contract's entry point for this model: reads Λ(0) = diag(Vᵀβ(0)U) and δ from the init and
-    checks the assumptions, each violation reported by size in a ``ValueError``: Δ = δI (K App.
-    B.1.3), β(0) diagonal in (V, U) (K B.4) and XᵀX diagonal in V (K B.5).
-
-    Args:
-      W0: (d, d) first layer W(0); A0: (d, d) second layer A(0) (f(x) = Aᵀ W x, β = WᵀA).
-      X: (n, d) inputs; Y: (n, d) targets.
-      V, U: (d, d) orthogonal singular vectors of XᵀY = V S Uᵀ.
-      eta_a, eta_w: learning rates η_a, η_w.
-      max_iter: Newton iterations before non-convergence is reported.
-
-    Returns:
-      :class:`TaskAligned` (Λ*, β(∞), converged).
-    """
-    W0, A0 = _check_two_layer(W0, A0)
-    d = W0.shape[1]
-    if W0.shape != (d, d) or A0.shape != (d, d):
-        raise ValueError(f"W0 and A0 must be square (d, d), got {W0.shape}, {A0.shape}")
-    Delta = conserved(W0, A0, eta_a, eta_w)
-    delta = jnp.mean(jnp.diag(Delta))
-    Lam = V.T @ W0.T @ A0 @ U
-    if is_concrete(Delta) and is_concrete(V) and is_concrete(U):
-        scale = max(float(jnp.abs(Delta).max()), float(eta_a * jnp.abs(W0 @ W0.T).max()))
-        err = float(jnp.abs(Delta - delta * jnp.eye(d, dtype=Delta.dtype)).max()) / scale
-        if err > _alignment_tol(W0.dtype):
-            raise ValueError(
-                f"W0, A0 must have isotropic Δ = η_w AAᵀ − η_a WWᵀ = δI: its deviation from "
-                f"δI is {err:.3g} of its scale (allowed {_alignment_tol(W0.dtype):.1g})"
-            )
-        err = _violation(Lam)
-        if err > _alignment_tol(W0.dtype):
-            raise ValueError(
-                f"β(0) = W0ᵀA0 must be diagonal in (V, U) (K Assumption B.4): the off-diagonal "
-                f"part of Vᵀβ(0)U is {err:.3g} of its largest entry"
-            )
-    return task_aligned_interpolant(
-        X, Y, V, U, jnp.diag(Lam), delta, eta_a, eta_w, max_iter=max_iter
-    )
 
 
 def deep_metric(beta: jax.Array, l: int) -> jax.Array:
@@ -530,29 +427,6 @@ def deep_rich_interpolant(
     return _report_newton(b, ok, "deep_rich_interpolant", max_iter)
 
 
-def _deep_beta(params):
-    a, Ws = params
-    M = Ws[0]
-    for i in range(1, Ws.shape[0]):
-        M = Ws[i] @ M
-    return M.T @ a
-
-
-def _deep_loss(params, data):
-    X, y = data
-    return 0.5 * jnp.sum((X @ _deep_beta(params) - y) ** 2)
-
-
-def _deep_case(key, l: int, d: int, n: int, scale: float):
-    """A random Theorem B.9 problem: δ = 0 init of scale ``scale``, n < d data points."""
-    kx, kr, ky = jax.random.split(key, 3)
-    X = jax.random.normal(kx, (n, d))
-    r = jax.random.normal(kr, (l + 1, d))
-    a0, Ws0 = deep_isotropic_init(r / jnp.linalg.norm(r, axis=-1, keepdims=True), scale)
-    y = X @ _deep_beta((a0, Ws0)) + jax.random.normal(ky, (n,))
-    return (a0, Ws0), X, y
-
-
 def deep_flow_interpolant(
     params0: tuple, X: jax.Array, y: jax.Array, T: float = 400.0
 ) -> jax.Array:
@@ -615,6 +489,132 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         for f, k in ((wide, k_wide), (square, k_sq), (deep, k_deep))
     ]
     return float(max(e.max() for e in errs))
+
+
+def _kron_sum(P: jax.Array, Q: jax.Array) -> jax.Array:
+    """P ⊕ Q = P ⊗ I_d + I_c ⊗ Q for P (c, c), Q (d, d) (K footnote 4)."""
+    c, d = P.shape[-1], Q.shape[-1]
+    return jnp.kron(P, jnp.eye(d, dtype=Q.dtype)) + jnp.kron(jnp.eye(c, dtype=P.dtype), Q)
+
+
+def _check_two_layer(W, A):
+    W, A = as_float(W, "W"), as_float(A, "A")
+    if W.ndim != 2 or A.ndim != 2 or W.shape[0] != A.shape[0]:
+        raise ValueError(f"W must be (h, d) and A (h, c) with the same h, got {W.shape}, {A.shape}")
+    return W, A
+
+
+def _psd_sqrt(S: jax.Array) -> jax.Array:
+    lam, U = jnp.linalg.eigh(S)
+    return (U * jnp.sqrt(jnp.maximum(lam, 0.0))) @ U.T
+
+
+def _q_shifted(x, delta, s):
+    """q_δ up to a linear term: (x log(2sx + R) − R/(2s))/(2s), R = √(4s²x² + δ²); finite at δ = 0."""
+    R = jnp.sqrt(4 * s**2 * x**2 + delta**2)
+    return (x * jnp.log(2 * s * x + R) - R / (2 * s)) / (2 * s)
+
+
+def _minimise_on_affine(objective, G, b, x0, max_iter: int = NEWTON_MAX_ITER):
+    """argmin objective(x) s.t. Gx = b by damped Newton in the null space of G (convex, smooth).
+
+    The Newton direction is Δ = −P (PHP + (I − P))⁻¹ P g with P = I − G⁺G, which stays in null(G)
+    and is well defined when G is rank deficient; a backtracking line search keeps the iterate in
+    the objective's domain (non-finite values are rejected).
+
+    Stopping criterion: the full Newton step is small, ‖Δ‖ ≤ √ε (1 + ‖x‖) with ε the machine
+    epsilon of x's dtype; that step is then taken, and quadratic convergence leaves an error of
+    O(ε). Returns ``(x, converged)``; ``converged`` is False when ``max_iter`` iterations (or a
+    failed line search) did not meet the criterion.
+    """
+    Gp = jnp.linalg.pinv(G)
+    P = jnp.eye(x0.shape[0], dtype=x0.dtype) - Gp @ G
+    x = x0 + Gp @ (b - G @ x0)
+    grad, hess = jax.grad(objective), jax.hessian(objective)
+    tol = jnp.sqrt(jnp.finfo(x0.dtype).eps)
+
+    def body(state):
+        i, x, _, _ = state
+        g, H = P @ grad(x), hess(x)
+        step = -P @ jnp.linalg.solve(P @ H @ P + (jnp.eye(P.shape[0], dtype=P.dtype) - P), g)
+        done = jnp.linalg.norm(step) <= tol * (1 + jnp.linalg.norm(x))
+        f0, slope = objective(x), g @ step
+
+        def bad(s):
+            f = objective(x + s * step)
+            return jnp.logical_not(jnp.isfinite(f) & (f <= f0 + 0.25 * s * slope))
+
+        s = lax.while_loop(lambda s: bad(s) & (s > 1e-12), lambda s: s / 2, jnp.ones_like(f0))
+        s = jnp.where(done, jnp.ones_like(s), s)
+        stuck = (s <= 1e-12) | jnp.logical_not(jnp.all(jnp.isfinite(step)))
+        return i + 1, jnp.where(stuck, x, x + s * step), done, stuck
+
+    def more(state):
+        i, _, done, stuck = state
+        return (i < max_iter) & jnp.logical_not(done | stuck)
+
+    false = jnp.zeros((), bool)
+    _, x, done, _ = lax.while_loop(more, body, (0, x, false, false))
+    return x, done
+
+
+def _report_newton(x, converged, what: str, max_iter: int):
+    """Raise when a concrete Newton solve did not converge; under tracing mark it with NaN."""
+    if is_concrete(converged):
+        if not bool(converged):
+            raise RuntimeError(
+                f"{what}: Newton's method did not reach ‖Δ‖ ≤ √ε(1 + ‖x‖) in {max_iter} "
+                "iterations (or its line search failed); the problem may be ill-posed"
+            )
+        return x
+    return jnp.where(converged, x, jnp.full_like(x, jnp.nan))
+
+
+def _violation(M: jax.Array) -> float:
+    """Largest off-diagonal entry of M relative to its largest entry (0 when M is diagonal)."""
+    M = np.asarray(M)
+    off = M - np.diag(np.diag(M))
+    return float(np.abs(off).max() / max(np.abs(M).max(), np.finfo(M.dtype).tiny))
+
+
+def _alignment_tol(dtype) -> float:
+    # A violation ε of the alignment moves β(∞) at first order in ε; √eps (1.5e-8 in float64)
+    # admits V, U from an SVD of rounded data and rejects genuinely misaligned inputs.
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
+@partial(jax.jit, static_argnums=8)
+def _task_aligned(X, Y, V, U, Lambda0, delta, eta_a, eta_w, max_iter):
+    s = jnp.sqrt(eta_a * eta_w)
+    # vec(X V diag(Λ) Uᵀ) is linear in Λ: column i of the map is vec(X v_i u_iᵀ).
+    G = jnp.einsum("nd,di,ci->nci", X, V, U).reshape(-1, Lambda0.shape[0])
+    theta0 = jnp.log(2 * s * Lambda0 + jnp.sqrt(4 * s**2 * Lambda0**2 + delta**2)) / (2 * s)
+    obj = lambda lam: jnp.sum(_q_shifted(lam, delta, s) - theta0 * lam)
+    lam, ok = _minimise_on_affine(obj, G, Y.reshape(-1), Lambda0, max_iter)
+    return TaskAligned(lam, (V * lam) @ U.T, ok)
+
+
+def _deep_beta(params):
+    a, Ws = params
+    M = Ws[0]
+    for i in range(1, Ws.shape[0]):
+        M = Ws[i] @ M
+    return M.T @ a
+
+
+def _deep_loss(params, data):
+    X, y = data
+    return 0.5 * jnp.sum((X @ _deep_beta(params) - y) ** 2)
+
+
+def _deep_case(key, l: int, d: int, n: int, scale: float):
+    """A random Theorem B.9 problem: δ = 0 init of scale ``scale``, n < d data points."""
+    kx, kr, ky = jax.random.split(key, 3)
+    X = jax.random.normal(kx, (n, d))
+    r = jax.random.normal(kr, (l + 1, d))
+    a0, Ws0 = deep_isotropic_init(r / jnp.linalg.norm(r, axis=-1, keepdims=True), scale)
+    y = X @ _deep_beta((a0, Ws0)) + jax.random.normal(ky, (n,))
+    return (a0, Ws0), X, y
 
 
 def _metric_jacobian(W, A, eta_a, eta_w):

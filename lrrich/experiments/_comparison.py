@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sims.tolerances import CLOSED_FORM_VS_FLOW
+
 VERDICTS = ("reproduced", "direction reproduced", "not reproduced", "inconclusive")
 
 
@@ -92,12 +94,11 @@ TOLERANCES: dict[str, Tolerance] = {
         "this to a boundary or to the value it is ordered against decides nothing",
     ),
     "closed_form": Tolerance(
-        1e-8,
+        CLOSED_FORM_VS_FLOW[np.dtype("float64")],
         False,
-        "a closed form against the adaptive float64 integration of the same gradient flow "
-        "(sims.gradient_flow), relative to the target scale: the integrations agree to ~1e-10, "
-        "so 1e-8 leaves a 100x margin and is far below any difference visible in the papers' "
-        "figures",
+        "a closed form against the float64 integration of the same gradient flow, relative to "
+        "the target scale: sims.tolerances' closed_form_vs_flow (Dopri8 at rtol 1e-12 reaches "
+        "~1e-10 on these flows)",
     ),
     "gd_discretisation": Tolerance(
         1e-2,

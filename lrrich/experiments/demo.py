@@ -17,6 +17,7 @@ training time.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import jax
@@ -30,6 +31,7 @@ DESCRIPTION = (
     "Main job: exact modes vs gradient flow (diagonal, Saxe); real-MNIST MLP rich vs lazy D_LR"
 )
 PAPER = {}
+_log = logging.getLogger(__name__)  # progress lines; the CLI shows them on stderr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +112,12 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
     data = common.load_data(config, "mlp")
     out = {"dataset": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)}
     histories = {}
-    for mode, last_only in (("rich", False), ("lazy", True)):
+    for phase, (mode, last_only) in enumerate((("rich", False), ("lazy", True)), 2):
+        _log.info(
+            f"demo [{phase}/3] training the {mode} MLP "
+            f"({'last layer only' if last_only else 'full backprop'}, {config.epochs} epochs on "
+            f"{len(data.x_train):,} {data.name} digits), then D_LR on {len(data.x_test):,} test"
+        )
         model = common.build_model(
             "mlp", data, width=config.width, depth=config.depth, seed=config.seed
         )
@@ -135,12 +142,16 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
             "step": hist.column("step").tolist(),
             "dlr_test": hist.column("dlr_test").tolist(),
             "test_acc": hist.column("test_acc").tolist(),
+            # the log points see a fixed subset of the test set; the summary all of it
+            "curve_test_images": min(config.eval_size, len(data.x_test)),
+            "test_images": len(data.x_test),
         }
     return out, histories
 
 
 def run(config: Config, run_dir: Path) -> dict:
     """Run both parts; returns ``summary`` (errors, accuracies, D_LR) and the curves."""
+    _log.info("demo [1/3] exact diagonal and Saxe modes vs the integrated gradient flow")
     summary, curves = _sims_part(config)
     nets_summary, histories = _nets_part(config, run_dir)
     summary.update(nets_summary)
@@ -215,37 +226,98 @@ def comparison(summary: dict, config: Config) -> list[dict]:
     return rows
 
 
+def verdict(results: dict) -> str:
+    """What the demo shows, judged: the exact modes against the integrated flow (tolerance of
+    :mod:`sims.tolerances`), and rich against lazy D_LR (lower = richer)."""
+    from sims.tolerances import CLOSED_FORM_VS_FLOW
+
+    s = results["summary"]
+    tol = CLOSED_FORM_VS_FLOW[np.dtype("float64")]
+    err = max(s["diagonal_max_error"], s["saxe_max_error"])
+    match = "match" if err <= tol else "DO NOT match"
+    rich, lazy = s["rich_dlr"], s["lazy_dlr"]
+    richer = (
+        f"rich D_LR {rich:.2f} < lazy {lazy:.2f}: lower = richer (the rich network's features "
+        "moved to its task; the lazy one kept its random features)"
+        if rich < lazy
+        else f"rich D_LR {rich:.2f} ≥ lazy {lazy:.2f}: the rich network is NOT richer here "
+        "(lower = richer)"
+    )
+    n_test = next(iter(results["histories"].values()))["test_images"]
+    return "\n".join(
+        [
+            "verdict:",
+            f"  exact modes {match} gradient flow to {err:.1e} (tolerance {tol:.0e} of the "
+            "target scale; diagonal and Saxe)",
+            f"  {richer}",
+            f"  test accuracy: rich {s['rich_test_acc']:.1%}, lazy {s['lazy_test_acc']:.1%} "
+            f"(all {n_test:,} test digits)",
+            "  figures: modes.png (exact vs integrated), rich_vs_lazy.png (during training)",
+        ]
+    )
+
+
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``modes.png`` (exact vs integrated) and ``rich_vs_lazy.png`` (D_LR and accuracy)."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from lrrich.io import save_figure
 
     c, s = results["curves"], results["summary"]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
-    u_exact, u_flow = np.array(c["u_exact"]), np.array(c["u_flow"])
-    for i in range(u_exact.shape[1]):
-        axes[0].plot(c["t_diag"], u_exact[:, i], lw=2, label=f"mode {i + 1}")
-        axes[0].plot(c["t_diag"][::8], u_flow[::8, i], "k.", ms=3)
-    axes[0].set(xlabel="t", ylabel="u_i = a_i b_i", title="diagonal network (dots: gradient flow)")
-    axes[0].legend(fontsize=7)
-    se, sf = np.array(c["saxe_exact"]), np.array(c["saxe_flow"])
-    for i in range(se.shape[1]):
-        axes[1].plot(c["t_saxe"], se[:, i], lw=2, label=f"mode {i + 1}")
-        axes[1].plot(c["t_saxe"][::8], sf[::8, i], "k.", ms=3)
-    axes[1].set(xlabel="t", ylabel="mode strength / ρ_i", title="Saxe linear network")
-    fig.suptitle(
-        f"max error: diagonal {s['diagonal_max_error']:.1e}, Saxe {s['saxe_max_error']:.1e}",
-        fontsize=9,
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+    panels = (
+        (
+            c["t_diag"],
+            c["u_exact"],
+            c["u_flow"],
+            r"$u_i = a_i b_i$ (mode $i$ learned)",
+            "T Eq. 3.9",
+        ),
+        (
+            c["t_saxe"],
+            c["saxe_exact"],
+            c["saxe_flow"],
+            r"$u_i / \rho_i$ (fraction of mode $i$ learned)",
+            "T Eq. A.39",
+        ),
     )
+    titles = (
+        f"(a) diagonal network, max error {s['diagonal_max_error']:.1e}",
+        f"(b) Saxe linear network, max error {s['saxe_max_error']:.1e}",
+    )
+    for ax, (t, exact, flow, ylabel, eq), title in zip(axes, panels, titles, strict=True):
+        exact, flow = np.array(exact), np.array(flow)
+        for i in range(exact.shape[1]):
+            ax.plot(t, exact[:, i], lw=2, color=f"C{i}", label=f"mode {i + 1}")
+            ax.plot(t[::8], flow[::8, i], "k.", ms=3)
+        ax.set(xlabel="t (gradient-flow time)", ylabel=ylabel, title=title)
+        handles, _ = ax.get_legend_handles_labels()
+        key = [
+            Line2D([], [], color="0.3", lw=2, label=f"exact ({eq})"),
+            Line2D([], [], color="k", marker=".", ls="", label="gradient flow (integrated)"),
+        ]
+        ax.legend(handles=[*handles, *key], fontsize=7)
+        ax.title.set_fontsize(9)
     paths = [save_figure(fig, run_dir / "modes.png")]
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
-    for mode, h in results["histories"].items():
-        axes[0].plot(h["step"], h["dlr_test"], marker="o", ms=3, label=mode)
-        axes[1].plot(h["step"], h["test_acc"], marker="o", ms=3, label=mode)
-    axes[0].set(xlabel="step", ylabel="D_LR (test)", ylim=(0, 1), title="richness (0 = richest)")
-    axes[1].set(xlabel="step", ylabel="test accuracy", title=f"{s.get('dataset', '')} MLP")
-    axes[0].legend()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+    h0 = next(iter(results["histories"].values()))
+    subset = h0.get("curve_test_images")
+    n_test = h0.get("test_images")
+    for i, (mode, h) in enumerate(results["histories"].items()):
+        line = f"{mode}: {subset} fixed test images" if subset else mode
+        axes[0].plot(h["step"], h["dlr_test"], marker="o", ms=3, color=f"C{i}", label=line)
+        axes[1].plot(h["step"], h["test_acc"], marker="o", ms=3, color=f"C{i}", label=line)
+        final = f"{mode}: final, all {n_test:,} test images" if n_test else f"{mode}: final"
+        for ax, key in zip(axes, ("dlr", "test_acc"), strict=True):
+            ax.plot(h["step"][-1], s[f"{mode}_{key}"], "*", ms=11, color=f"C{i}", mec="k",
+                    label=final)  # fmt: skip
+    axes[0].set(xlabel="optimizer step", ylabel=r"$D_{LR}$ (lower = richer)", ylim=(0, 1))
+    axes[0].set_title("richness during training", fontsize=9)
+    axes[1].set(xlabel="optimizer step", ylabel="test accuracy")
+    axes[1].set_title(f"{s.get('dataset', '')} MLP, rich vs lazy", fontsize=9)
+    for ax in axes:
+        ax.legend(fontsize=7)
     paths.append(save_figure(fig, run_dir / "rich_vs_lazy.png"))
     return paths

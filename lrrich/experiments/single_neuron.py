@@ -239,66 +239,110 @@ def comparison(summary: dict, config: Config) -> list[dict]:
     return rows
 
 
+def _delta_colours(deltas: np.ndarray):
+    """One colour per δ from a map without light shades (visible on white), and the scalar
+    mappable of a colour bar whose ticks are those δ (evenly spaced, whatever their values)."""
+    import matplotlib as mpl
+
+    colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(deltas)))
+    cmap = mpl.colors.ListedColormap(colours)
+    norm = mpl.colors.BoundaryNorm(np.arange(len(deltas) + 1) - 0.5, len(deltas))
+    return colours, mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
+
+
+def _delta_bar(fig, mappable, ax, deltas: np.ndarray, label: str = "δ = a² − ‖w‖² (balance)"):
+    bar = fig.colorbar(mappable, ax=ax, ticks=np.arange(len(deltas)), fraction=0.06, pad=0.02)
+    bar.ax.set_yticklabels([f"{d:g}" for d in deltas])
+    bar.set_label(label)
+    return bar
+
+
+def _style_key(theory: str):
+    """Legend entries saying which line is which (colour is δ, read on the colour bar)."""
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
+        Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}"),
+    ]
+
+
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """K Fig 3 (μ, φ, S vs t) and Fig 4 (β paths; implicit bias vs δ) from the saved results."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     t = np.asarray(results["t"])
     deltas = np.asarray(results["deltas"])
     sim, th = results["sim"], results["theory"]
-    colors = plt.cm.coolwarm(np.linspace(0.0, 1.0, len(deltas)))
+    colors, by_delta = _delta_colours(deltas)
     paths = []
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for key, ax, label in zip(("mu", "phi", "S"), axes, ("μ", "φ", "S(0, t)"), strict=True):
-        for i, dl in enumerate(deltas):
-            ax.plot(t[1:], np.asarray(sim[key])[i, 1:], color=colors[i], lw=2, label=f"δ = {dl:g}")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
+    ylabels = (
+        "μ = a‖w‖ (signed size of β = a w)",
+        "φ = cos∠(w, β*) (alignment with β*)",
+        "S(0, t) (kernel distance from t = 0)",
+    )
+    for key, ax, ylabel in zip(("mu", "phi", "S"), axes, ylabels, strict=True):
+        for i in range(len(deltas)):
+            ax.plot(t[1:], np.asarray(sim[key])[i, 1:], color=colors[i], lw=2)
             ax.plot(t[1:], np.asarray(th[key])[i, 1:], "k--", lw=0.9)
         ax.set_xscale("log")
-        ax.set_xlabel("t")
-        ax.set_title(label)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("K Fig 3: gradient flow (solid) vs exact solution (dashed)")
+        ax.set_xlabel("t (gradient-flow time)")
+        ax.set_ylabel(ylabel)
+    axes[0].legend(handles=_style_key("exact solution (K Eq. 16–17)"), fontsize=7)
+    _delta_bar(fig, by_delta, axes[-1], deltas)
+    fig.suptitle("K Fig 3: single neuron, simulation (solid) vs exact solution (dashed)")
     paths.append(io.save_figure(fig, run_dir / "fig3_mu_phi_S.png"))
 
     b = results["bias"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
     ax = axes[0]
-    for i, dl in enumerate(deltas):
+    for i in range(len(deltas)):
         bs = np.asarray(sim["beta"])[i]
-        ax.plot(bs[:, 0], bs[:, 1], color=colors[i], lw=2, label=f"δ = {dl:g}")
+        ax.plot(bs[:, 0], bs[:, 1], color=colors[i], lw=2)
         bt = np.asarray(th["beta"])[i]
         ax.plot(bt[:, 0], bt[:, 1], "k--", lw=0.9)
     star = np.asarray(results["beta_star"])
-    ax.plot(*star, "k*", ms=12)
+    ax.plot(*star, "k*", ms=12, ls="")
     ax.set_aspect("equal")
-    ax.set_title("(a) whitened: β(t)")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="β₁ (first coordinate of β = a w)", ylabel="β₂ (second coordinate)")
+    ax.set_title("(a) whitened X: β(t) from the same β₀", fontsize=10)
+    star_key = Line2D([], [], color="k", marker="*", ms=10, ls="", label="β* = Xᵀy (target)")
+    ax.legend(handles=[*_style_key("exact β(t)"), star_key], fontsize=7)
+    _delta_bar(fig, by_delta, ax, deltas)
 
     ax = axes[1]
     bdel = np.asarray(b["deltas"])
-    bcol = plt.cm.coolwarm(np.linspace(0.0, 1.0, len(bdel)))
+    bcol, by_bias_delta = _delta_colours(bdel)
     X, y, v = np.asarray(b["X"])[0], np.asarray(b["y"])[0], np.asarray(b["v"])
     bmin = np.asarray(b["beta_min"])
     along = (np.asarray(b["paths"]).reshape(-1, 2) - bmin) @ v
     line = bmin[None, :] + np.array([along.min() - 0.2, along.max() + 0.2])[:, None] * v[None, :]
-    ax.plot(line[:, 0], line[:, 1], color="0.6", lw=1, label="Xβ = y")
+    ax.plot(line[:, 0], line[:, 1], color="0.55", lw=1, label="Xβ = y (the interpolants)")
     for i in range(len(bdel)):
         p = np.asarray(b["paths"])[i]
         ax.plot(p[:, 0], p[:, 1], color=bcol[i], lw=1.5)
     eq = np.asarray(b["eq72"])
-    ax.plot(eq[:, 0], eq[:, 1], "ko", ms=4, label="K Eq. 72")
-    ax.plot(*np.asarray(b["beta0"]), "ks", ms=5, label="β₀")
+    ax.plot(eq[:, 0], eq[:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
+    ax.plot(*np.asarray(b["beta0"]), "ks", ms=5, label="β₀ (start)")
+    ax.plot([], [], color=bcol[len(bdel) // 2], lw=1.5, label="simulation: gradient flow")
     ax.set_aspect("equal")
-    ax.set_title(f"(b) rank-one X = {np.round(X, 2)}, y = {y:g}")
+    ax.set(xlabel="β₁", ylabel="β₂")
+    ax.set_title(f"(b) rank-one X = {np.round(X, 2)}, y = {y:g}", fontsize=10)
     ax.legend(fontsize=7)
+    _delta_bar(fig, by_bias_delta, ax, bdel)
 
     ax = axes[2]
-    ax.plot(bdel, np.asarray(b["alpha_reached"]), "o", color="C0", label="gradient flow")
-    ax.plot(bdel, np.asarray(b["alpha_eq72"]), "k--", label="K Eq. 72")
-    ax.set_xlabel("δ")
-    ax.set_ylabel("α = vᵀ(β(∞) − β_min)")
-    ax.set_title("(c) implicit bias vs δ")
+    ax.plot(
+        bdel, np.asarray(b["alpha_reached"]), "o", color="C0", label="simulation: gradient flow"
+    )
+    ax.plot(bdel, np.asarray(b["alpha_eq72"]), "k--", label="theory: K Eq. 72")
+    ax.set_xlabel("δ (balance)")
+    ax.set_ylabel("α = vᵀ(β(∞) − β_min) (position along Xβ = y)")
+    ax.set_title("(c) implicit bias vs δ", fontsize=10)
     ax.legend(fontsize=7)
+    fig.suptitle("K Fig 4: β = a w trajectories and the interpolant reached")
     paths.append(io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png"))
     return paths

@@ -1,15 +1,19 @@
 """One error policy: expected failures are one line and exit 2; bugs keep their traceback."""
 
 import errno
+import importlib.util
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from lrrich import cli, registry
+from lrrich import cli, io, registry
 from lrrich.runner import run_experiment
 from tests.lrrich import toy_experiment
 
@@ -101,7 +105,7 @@ def test_damaged_checkpoint_is_one_line(tmp_path, capsys, monkeypatch):
 def _cli_subprocess(args: list[str], tmp_path) -> subprocess.CompletedProcess:
     script = textwrap.dedent(f"""
         import sys
-        from lrrich import cli, registry
+        from lrrich import cli, io, registry
         from tests.lrrich import toy_experiment
         registry.register(toy_experiment)
         sys.exit(cli.main({args!r}))
@@ -121,7 +125,137 @@ def test_redirected_output_has_no_progress_bars_and_quiet_is_quiet(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr and "\r" not in proc.stdout
     assert "[2/2] scale=2,seed=0: finished" in proc.stderr  # plain log lines instead
-    assert "| scale | n |" in proc.stdout  # the table itself
+    assert any(line.split()[:2] == ["scale", "n"] for line in proc.stdout.splitlines() if line)
+    assert "![sweep]" not in proc.stdout and "| --- |" not in proc.stdout
     quiet = _cli_subprocess([*sweep, "--out", str(tmp_path / "q"), "--quiet"], tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert quiet.stdout.strip() == str(tmp_path / "q" / "sweep.md")
+
+
+def _lrrich(args: list[str], cwd, **kw) -> subprocess.CompletedProcess:
+    """The real ``lrrich`` command (``python -m lrrich.cli``) in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg", **kw.pop("env", {})}
+    return subprocess.run(
+        [sys.executable, "-m", "lrrich.cli", *args], capture_output=True, text=True, env=env,
+        cwd=cwd, timeout=300, **kw,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "epochs=-3"], "--set epochs=-3: need batch_size ≥ 1, epochs ≥ 0"),
+        (["--set", "lr=nan"], "--set lr=nan: lr must be a number, got nan"),
+        (["--scale", "paper"], "--scale paper: dataset 'mnist' needs tensorflow-datasets"),
+    ],
+    ids=["negative-epochs", "nan-lr", "paper-without-data-extra"],
+)
+def test_a_refused_config_writes_nothing_and_names_the_key(tmp_path, args, message):
+    """`lrrich run` checks the whole config before it creates the folder, so the corrected
+    command runs into the same --out without --resume."""
+    if "--scale" in args and importlib.util.find_spec("tensorflow_datasets") is not None:
+        pytest.skip("tensorflow-datasets is installed: --scale paper is a valid config here")
+    proc = _lrrich(["run", "target-downscaling", *args, "--out", "o4"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"lrrich: error: {message}"), proc.stderr
+    assert not (tmp_path / "o4").exists()
+
+
+def test_a_sweep_with_an_invalid_point_runs_none(tmp_path):
+    proc = _lrrich(["sweep", "demo", "--grid", "epochs=1,-3", "--out", "s", "--quiet"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("lrrich: error: --grid epochs=-3: need batch_size ≥ 1")
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("lr=0.1,,0.2", "--grid lr=0.1,,0.2: empty value"),
+        ("lr=abc", "--grid lr: expected float, got 'abc'"),
+    ],
+)
+def test_bad_grid_values_are_refused_by_name(tmp_path, grid, message):
+    proc = _lrrich(["sweep", "demo", "--grid", grid, "--out", "s"], tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"lrrich: error: {message}")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
+
+
+_BLOCKING = '''
+"""An experiment that waits while the file ``block`` exists (for the interrupt tests)."""
+import dataclasses, time
+from pathlib import Path
+
+NAME = "blocking"
+DESCRIPTION = "waits while a file exists"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    seed: int = 0
+    block: str = ""
+
+
+def run(config, run_dir):
+    (Path(run_dir) / "started").write_text("yes")
+    while config.block and Path(config.block).exists():
+        time.sleep(0.02)
+    return {"summary": {"y": 1.0 + config.seed}}
+'''
+
+
+def _interrupt_then_resume(tmp_path, args: list[str], started: Path) -> tuple[str, str]:
+    """Start ``lrrich ARGS``, send SIGINT once ``started`` exists, then run the printed command."""
+    (tmp_path / "blocking.py").write_text(_BLOCKING)
+    (tmp_path / "block").touch()
+    script = textwrap.dedent("""
+        import sys
+        from lrrich import cli, io, registry
+        import blocking
+        registry.register(blocking)
+        sys.exit(cli.main(sys.argv[1:]))
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "MPLBACKEND": "Agg"}
+    cmd = [sys.executable, "-c", script]
+    proc = subprocess.Popen(
+        [*cmd, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert "Traceback" not in err and last.startswith("lrrich: interrupted; "), err
+    resume = shlex.split(last.split("continue with: ")[1])
+    assert resume[0] == "lrrich"
+    (tmp_path / "block").unlink()
+    again = subprocess.run(
+        [*cmd, *resume[1:]], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    return last, again.stdout
+
+
+def test_ctrl_c_during_run_prints_the_resume_command_and_the_folder_resumes(tmp_path):
+    last, out = _interrupt_then_resume(
+        tmp_path, ["run", "blocking", "--set", "block=block", "--out", "r"], tmp_path / "r/started"
+    )
+    assert last == (
+        "lrrich: interrupted; r keeps the unfinished run — continue with: "
+        "lrrich run blocking --set block=block --out r --resume"
+    )
+    assert io.read_json(tmp_path / "r" / "results.json")["status"] == "finished"
+
+
+def test_ctrl_c_during_sweep_names_the_folder_and_the_rerun_continues(tmp_path):
+    args = ["sweep", "blocking", "--set", "block=block", "--seeds", "2", "--out", "s"]
+    last, out = _interrupt_then_resume(tmp_path, args, tmp_path / "s/seed=0/started")
+    assert last.endswith(f"continue with: lrrich {shlex.join(args)}")
+    assert [p["status"] for p in io.read_json(tmp_path / "s" / "sweep.json")["points"]] == [
+        "finished",
+        "finished",
+    ]

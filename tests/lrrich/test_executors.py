@@ -1,5 +1,8 @@
 """SLURM job arrays through submitit (its local executor, offline) and parallel processes."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,7 @@ def test_slurm_array_through_submitits_local_executor(tmp_path, monkeypatch):
     again = io.read_json(sweep_dir / "logs" / JOBS)["points"]
     assert again["fail=0,seed=0"] == jobs["points"]["fail=0,seed=0"]  # finished: not resubmitted
     assert again["fail=1,seed=0"]["job_id"] != jobs["points"]["fail=1,seed=0"]["job_id"]
+    assert not any("%" in p.name for p in sweep_dir.rglob("*"))  # no literal logs/%j folder
 
 
 def test_rerun_skips_points_whose_slurm_job_is_still_queued(tmp_path):
@@ -84,3 +88,50 @@ def test_parallel_processes_do_not_preallocate_the_accelerator(tmp_path):
     for p in out["points"]:
         summary = io.read_json(tmp_path / p["dir"] / "results.json")["summary"]
         assert summary["preallocate"] == "false"
+
+
+def _no_sbatch_path(tmp_path) -> str:
+    """PATH without any folder holding an ``sbatch``, the Python interpreter's folder first."""
+    keep = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "sbatch").exists()]
+    return os.pathsep.join([str(Path(sys.executable).parent), *keep])
+
+
+def test_slurm_without_sbatch_refuses_and_writes_nothing(tmp_path):
+    """submitit installed but no SLURM: the real command refuses (exit 2) instead of running the
+    array as local processes, and leaves no sweep folder, logs/ or sweep_config.json."""
+    script = (
+        "import sys; from lrrich import cli, registry; from tests.lrrich import toy_experiment; "
+        "registry.register(toy_experiment); sys.exit(cli.main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": _no_sbatch_path(tmp_path)}
+    args = ["sweep", "toy", "--grid", "scale=1,2", "--executor", "slurm", "--out", "s"]
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        "lrrich: error: --executor slurm: no SLURM here (sbatch is not on the PATH); use "
+        "--executor local (this machine) or --executor local-submitit (the same job array as "
+        "local processes)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_local_submitit_is_the_explicit_local_array(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO))  # the tasks import tests.lrrich.toy_experiment
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("PATH", _no_sbatch_path(tmp_path))
+    out = run_sweep(
+        "toy", parse_grid(["scale=1"]), tmp_path / "s", executor="local-submitit", progress=False
+    )
+    assert [p["status"] for p in out["points"]] == ["finished"]
+    assert io.read_json(tmp_path / "s" / "logs" / JOBS)["cluster"] == "local"
+    assert not any("%" in p.name for p in (tmp_path / "s").rglob("*"))
+
+
+def test_without_submitit_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'lrrich\[slurm\]'"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path / "s", executor="local-submitit")
+    assert not (tmp_path / "s").exists()

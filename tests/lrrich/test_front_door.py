@@ -123,3 +123,64 @@ def test_cli_run_and_report(capsys, tmp_path):
     (tmp_path / "r" / "report.md").unlink()
     assert cli.main(["report", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "report.md").exists()
+
+
+def test_list_spells_out_paper_keys_and_states_small_runtimes(tmp_path):
+    """`lrrich list`, the real command: every registered experiment has a small-scale runtime
+    and each paper key its description cites is spelled out beneath it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "lrrich.cli", "list"], capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)}, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("kunin-single-neuron "))
+    assert lines[row].split()[1:3] == ["15", "s"]
+    assert lines[row + 1].strip() == 'K = Kunin et al. 2024, "Get rich quick"'
+    assert not lines[row + 2].strip().startswith("S =")  # "S(0,t)" is a quantity, not a paper
+    lc = next(i for i, line in enumerate(lines) if line.startswith("learning-curve "))
+    assert [line.strip()[:3] for line in lines[lc + 1 : lc + 3]] == ["D =", "T ="]
+    assert set(registry.SMALL_RUNTIMES) >= set(registry.names()) - {"toy"}
+
+
+@pytest.mark.parametrize(
+    ("description", "keys"),
+    [
+        ("seed 001 / T Fig 7.2a: ResNet18", ["S", "T"]),
+        ("Position paper §6.1/App. G: modes", ["P"]),
+        ("Kunin et al. App. D.3 / Fig 12: grok", ["K"]),
+        ("K Fig 3-4: mu, phi, S(0,t)", ["K"]),
+        ("Main job: exact modes", []),
+    ],
+)
+def test_paper_keys_are_read_from_the_description(description, keys):
+    assert registry.paper_keys(description) == keys
+
+
+def test_run_experiment_checks_the_config_before_writing(tmp_path):
+    """The Python entry point refuses a config that cannot run before it creates the folder."""
+    import dataclasses
+
+    bad = dataclasses.replace(registry.get("toy").config("small"), scale=float("nan"))
+    with pytest.raises(ValueError, match="scale must be a number, got nan"):
+        run_experiment("toy", bad, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ValueError, match=r"^--set scale=nan: scale must be a number"):
+        registry.get("toy").config("small", {"scale": "nan"})
+
+
+def test_cli_run_prints_the_experiments_verdict_after_the_summary(tmp_path, capsys, monkeypatch):
+    exp = registry.get("toy")
+    verdict = lambda results: f"verdict:\n  y = {results['summary']['y']:g}"
+    monkeypatch.setitem(
+        registry._REGISTRY, "toy", registry.Experiment(**{**exp.__dict__, "verdict": verdict})
+    )
+    assert cli.main(["run", "toy", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict:\n  y = 0.5\nreport: " in out

@@ -1,5 +1,6 @@
 """Sweeps: failing points, stale folders, sample statistics, the figure, shards, --vmap."""
 
+import re
 import shlex
 import sys
 import types
@@ -248,3 +249,63 @@ def test_the_readme_sweep_example_runs_to_a_full_table(tmp_path, capsys):
     out = io.read_json(tmp_path / "sweep.json")
     assert out["failures"] == [] and all(r["n"] == out["seeds"] for r in out["rows"])
     assert "| lr | n |" in (tmp_path / "sweep.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["scale=1,2,"], "--grid scale=1,2,: empty value"),
+        (["scale=1,1"], "--grid scale=1,1: a value is listed twice"),
+        (["scale=1", "scale=2"], "--grid scale is given twice"),
+        (["=1"], "--grid =1: no key"),
+    ],
+)
+def test_parse_grid_refuses_empty_repeated_and_keyless_items(items, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        parse_grid(items)
+
+
+def test_grid_values_are_type_checked_under_the_grid_flag(tmp_path):
+    with pytest.raises(ValueError, match=r"^--grid scale: expected float, got 'x'"):
+        run_sweep("toy", parse_grid(["scale=1,x"]), tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("xs", "log"),
+    [
+        ([0.001, 0.01], True),  # two values a decade apart
+        ([0.001, 0.01, 0.1], True),
+        ([0.0003, 0.001, 0.003, 0.01], True),
+        (list(range(1, 21)), False),  # evenly spaced integers stay linear
+        ([0.1, 0.2, 0.3], False),
+        ([-1.0, 1.0, 10.0], False),
+    ],
+)
+def test_the_figure_uses_a_log_axis_where_the_grid_spans_decades(xs, log):
+    assert sweep._log_spaced(xs) is log
+
+
+def test_the_sweep_figure_puts_a_decade_spanning_lr_on_a_log_axis(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(sweep.io, "save_figure", lambda fig, path: figures.append(fig) or path)
+    run_sweep("toy", parse_grid(["scale=0.001,0.01,0.1"]), tmp_path, progress=False)
+    axes = [ax for ax in figures[0].axes if ax.get_visible()]
+    assert axes and all(ax.get_xscale() == "log" for ax in axes)
+    assert all(ax.get_xlabel() == "scale" and ax.get_ylabel() for ax in axes)
+
+
+def test_the_terminal_table_is_plain_text(tmp_path):
+    out = run_sweep("toy", parse_grid(["scale=1,2"]), tmp_path, seeds=2, progress=False)
+    text = sweep.text_table(out)
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["scale", "n"])
+    assert set(lines[header + 1]) <= {"-", " "}
+    assert lines[header + 2].split()[:4] == ["1", "2", "0.5", "±"]  # half_y: mean of 0.25 and 0.75
+    assert "|" not in text and "![" not in text and "#" not in text
+
+
+def test_a_fixed_override_that_cannot_run_stops_the_sweep_before_any_point(tmp_path):
+    with pytest.raises(ValueError, match=r"^--set epochs=-3: need batch_size ≥ 1, epochs ≥ 0"):
+        run_sweep("demo", {"lr": ["0.1", "0.2"]}, tmp_path / "s", fixed={"epochs": "-3"})
+    assert not (tmp_path / "s").exists()
