@@ -14,8 +14,10 @@ reference at the run's n, p and rank (:func:`rf_reference`), and a verdict:
   nor passes a one-sided Welch t test (:func:`ordered`).
 
 ``note`` says why, in a sentence. Every tolerance a verdict uses is named in :data:`TOLERANCES`,
-with where its value comes from. One seed (n = 1) decides every test trivially; the row's
-``n_seeds`` says so.
+with where its value comes from. One seed (n = 1) has no spread of its own: it decides a
+tolerance or an ordering by itself, except that a single D_LR decides a boundary or an ordering
+only when it is farther from it than ``dlr_seed_spread`` (``ordered(..., one_seed_spread=…)``,
+:func:`below`); the row's ``n_seeds`` says how many seeds stand behind it.
 """
 
 from __future__ import annotations
