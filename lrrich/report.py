@@ -31,35 +31,101 @@ def _paper_table(paper: dict, summary: dict) -> list[str]:
 
 
 COMPARISON_KEYS = ("quantity", "paper", "measured", "dataset", "scale", "verdict", "note")
+"""The keys every comparison row has had from the start (old ``results.json`` files)."""
+
+_TABLE_COLUMNS = ("quantity", "paper", "measured", "n", "random-feature D_LR", "verdict")
+_VERDICT_ORDER = ("reproduced", "direction reproduced", "inconclusive", "not reproduced")
+
+
+def _seeds_text(values) -> str:
+    """The per-seed values of a row: ``'0.08, 0.09, 0.08'``, or ``'rich: …; lazy: …'``."""
+
+    def one(vs) -> str:
+        return ", ".join("n/a" if v is None else _fmt(v) for v in vs)
+
+    if isinstance(values, dict):
+        return "; ".join(f"{k}: {one(v)}" for k, v in values.items())
+    return one(values) if isinstance(values, list) else "—"
+
+
+def _reference_text(ref) -> str:
+    """The random-feature D_LR of a row with the n, p and rank it was taken at."""
+    if not ref:
+        return "—"
+    rank = "C" if ref.get("rank_source") == "C" else "measured rank"
+    return f"{ref['dlr']:.3f} (n {ref['n']}, p {ref['p']}, r {ref['rank']} = {rank})"
 
 
 def _comparison_table(rows: list[dict]) -> list[str]:
-    """``results["comparison"]`` rows as a markdown table, one paper quantity per row."""
-    out = ["| " + " | ".join(COMPARISON_KEYS) + " |", "|" + " --- |" * len(COMPARISON_KEYS)]
+    """``results["comparison"]`` rows as a markdown table (one paper quantity per row: paper and
+    measured value, number of seeds n, the random-feature D_LR at the run's n, p and rank for a
+    D_LR row, verdict), then each row's test: the paper's criterion, the tolerance or
+    statistical test, the per-seed values, dataset, scale and note. Rows of older runs without
+    these keys show "—"."""
+    out = ["| " + " | ".join(_TABLE_COLUMNS) + " |", "|" + " --- |" * len(_TABLE_COLUMNS)]
     for r in rows:
-        out.append("| " + " | ".join(_cell(r.get(k, "—")) for k in COMPARISON_KEYS) + " |")
+        cells = (
+            r.get("quantity", "—"),
+            r.get("paper", "—"),
+            r.get("measured", "—"),
+            r.get("n_seeds", "—"),
+            _reference_text(r.get("reference")),
+            r.get("verdict", "—"),
+        )
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    out += ["", "How each row is judged:", ""]
+    for r in rows:
+        n = r.get("n_seeds")
+        seeds = "—" if n is None else f"n = {n} seed{'s' if n != 1 else ''}"
+        quantity = str(r.get("quantity", "?")).replace("\n", " ")
+        out.append(f"- **{quantity}** ({r.get('verdict', '—')})")
+        out.append(f"  - criterion: {r.get('criterion') or '—'}")
+        out.append(f"  - tolerance / test: {r.get('tolerance') or '—'}")
+        out.append(f"  - per-seed values ({seeds}): {_seeds_text(r.get('values'))}")
+        if r.get("reference"):
+            out.append(
+                "  - random-feature reference (D_LR of isotropic random features at the same "
+                f"n, p, rank; `metrics.random_feature_dlr`): {_reference_text(r['reference'])}"
+            )
+        out.append(f"  - dataset: {r.get('dataset', '—')}; scale: {r.get('scale', '—')}")
+        if r.get("note"):
+            out.append(f"  - note: {r['note']}")
     return out
 
 
-def _disagreements(rows: list[dict]) -> list[str]:
-    """The comparison rows not reproduced within tolerance, each with its note, and a pointer to
-    the experiment's own account of what was investigated (its docstring, below)."""
+def _verdict_counts(rows: list[dict]) -> str:
+    """``'1 reproduced, 2 direction reproduced, 1 not reproduced'`` in a fixed order."""
+    counts = {v: sum(r.get("verdict") == v for r in rows) for v in _VERDICT_ORDER}
+    other = len(rows) - sum(counts.values())
+    parts = [f"{k} {v}" for v, k in counts.items() if k] + ([f"{other} other"] if other else [])
+    return ", ".join(parts)
+
+
+def _disagreements(rows: list[dict], experiment: str | None = None) -> list[str]:
+    """The comparison rows whose verdict is not "reproduced", each with its verdict and note,
+    under a heading that counts the rows by verdict, and a pointer to the findings file where
+    the investigations of the experiment's disagreements live (``docs/findings/<name>.md``)."""
     off = [r for r in rows if r.get("verdict") != "reproduced"]
     if not off:
         return []
     lines = [
         "## Disagreements",
         "",
-        f"{len(off)} of {len(rows)} quantities are not reproduced within the experiment's "
-        "tolerance:",
+        f"Of {len(rows)} quantities: {_verdict_counts(rows)}. The {len(off)} not judged "
+        "reproduced:",
         "",
     ]
     for r in off:
         note = r.get("note") or "no note"
         lines.append(f"- **{_cell(r.get('quantity', '?'))}** ({r.get('verdict')}): {note}")
+    findings = f"docs/findings/{experiment.replace('-', '_')}.md" if experiment else None
+    if findings and not (Path(__file__).resolve().parents[1] / findings).is_file():
+        findings = None
     lines += [
         "",
-        "What was investigated and why the values differ: *About this experiment* below.",
+        "What was investigated and why the values differ: "
+        + (f"`{findings}` in the repository" if findings else "the experiment's findings file")
+        + "; the protocol is under *About this experiment* below.",
         "",
     ]
     return lines
@@ -134,7 +200,7 @@ def render_markdown(run_dir: str | Path) -> str:
     warning = _dataset_warning(exp, cfg)
     if res.get("comparison"):
         lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
-        lines += _disagreements(res["comparison"])
+        lines += _disagreements(res["comparison"], cfg.get("experiment"))
     elif exp is not None and exp.paper:
         lines += ["## Paper vs measured", "", *warning, *_paper_table(exp.paper, summary), ""]
     if summary:

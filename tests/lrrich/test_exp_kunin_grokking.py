@@ -76,3 +76,19 @@ def test_tiny_grid_writes_heat_maps_and_report(tmp_path):
     for name in ("kunin_grokking.png", "kunin_grokking_curves.png", "report.md"):
         assert (tmp_path / "r" / name).stat().st_size > 0
     assert "| fastest_grid_point |" in (tmp_path / "r" / "report.md").read_text()
+    # one seed: neither the τ nor the α effect is resolved from seed noise
+    rows = res["comparison"]
+    assert len(rows) == 2 and all(r["n_seeds"] == 1 for r in rows)
+    assert [r["verdict"] for r in rows] == ["inconclusive"] * 2
+    assert all("one seed" in r["note"] and r["criterion"].startswith("K Fig 12") for r in rows)
+
+
+def test_two_seeds_decide_the_ordering():
+    # (n_alpha = 2, n_tau = 2, n_seeds = 2); α = (1, 10), τ = (0.5, 1.5); NaN: not within budget
+    t_gen = np.array([[[1000, 1100], [5000, np.nan]], [[800, 900], [4000, 4200]]], float)
+    cfg = exp.Config(alphas=(1.0, 10.0), taus=(0.5, 1.5), n_seeds=2, steps=6000)
+    tau_row, alpha_row = exp.comparison(t_gen, cfg)
+    assert tau_row["values"]["large tau"] == [4500.0, 5100.0]  # NaN counted at the budget
+    assert tau_row["verdict"] == "reproduced" and alpha_row["verdict"] == "reproduced"
+    t_gen[1, 0] = [1200, 850]  # α = 10 slower in one seed, faster in the other
+    assert exp.comparison(t_gen, cfg)[1]["verdict"] == "inconclusive"

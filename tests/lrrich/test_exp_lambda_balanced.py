@@ -15,3 +15,7 @@ def test_lambda_balanced_tiny(tmp_path):
     errs = {k: v for k, v in res["summary"].items() if "theory - GD" in k}
     assert errs and max(errs.values()) < 0.1, errs  # GD with lr 0.01 vs gradient flow
     assert len(list(tmp_path.glob("*.png"))) >= 2 and (tmp_path / "report.md").exists()
+    gd, kernel = res["comparison"]
+    assert gd["criterion"].startswith("P App. G") and "gd_discretisation" in gd["tolerance"]
+    assert kernel["verdict"] == "reproduced"  # λ = 0 moves the kernel more than |λ| = 4
+    assert kernel["values"]["lambda 0"][0] > kernel["values"]["max |lambda|"][0]

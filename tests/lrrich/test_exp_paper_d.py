@@ -3,6 +3,7 @@ small slices of the real mnist5k digits: results structure, figures, report, the
 rows and — where a tiny run shows it — the direction."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -18,14 +19,42 @@ from lrrich.experiments import (
 from lrrich.experiments import _image_runs as common
 from lrrich.runner import run_experiment
 
+PAPER_PLACE = re.compile(r"\b[DSTKP] (§|Fig|Table|Eq|App)|S's table")
+"""A criterion quotes the paper's claim with its place: "D Fig 1", "T §7.1", "S's table"."""
+ROW_KEYS = {"quantity", "paper", "measured", "dataset", "scale", "verdict", "note"} | {
+    "criterion",
+    "tolerance",
+    "values",
+    "n_seeds",
+    "reference",
+}
+
 
 def _comparison_ok(res, dataset="mnist5k"):
     rows = res["comparison"]
     assert rows
     for r in rows:
-        assert set(r) == {"quantity", "paper", "measured", "dataset", "scale", "verdict", "note"}
+        assert set(r) == ROW_KEYS
         assert r["verdict"] in _comparison.VERDICTS and r["dataset"].startswith(dataset)
+        assert PAPER_PLACE.search(r["criterion"]) and r["tolerance"]
+        if "D_LR" in r["quantity"]:
+            assert 0 < r["reference"]["dlr"] < 1
     return {r["quantity"]: r for r in rows}
+
+
+def _report_prints_every_rows_test(run_dir, rows, n_seeds):
+    """report.md states, for every comparison row, its criterion, tolerance / test, n and, for
+    a D_LR, the random-feature reference."""
+    md = (run_dir / "report.md").read_text()
+    for r in rows:
+        assert f"  - criterion: {r['criterion']}" in md
+        assert f"  - tolerance / test: {r['tolerance']}" in md
+        plural = "s" if n_seeds != 1 else ""
+        assert f"** ({r['verdict']})\n" in md
+        assert f"  - per-seed values (n = {n_seeds} seed{plural}): " in md
+        if r["reference"]:
+            ref = r["reference"]
+            assert f"{ref['dlr']:.3f} (n {ref['n']}, p {ref['p']}, r {ref['rank']}" in md
 
 
 def _report_ok(run_dir, figures):
@@ -37,7 +66,7 @@ def _report_ok(run_dir, figures):
 
 
 def test_encoded_labels_rich_follows_the_code(tmp_path):
-    cfg = encoded_labels.Config(n_train=2000, width=64, depth=2, epochs=50, log_points=2)
+    cfg = encoded_labels.Config(n_train=2000, width=64, depth=2, epochs=50, log_points=2, seeds=1)
     res = run_experiment(encoded_labels.NAME, cfg, tmp_path)
     s = res["summary"]
     _report_ok(tmp_path, ["encoded_labels.png"])
@@ -56,36 +85,93 @@ def test_encoded_labels_rich_follows_the_code(tmp_path):
     assert res["dataset"] == {"name": "mnist5k", "n_train": 2000, "n_test": 1000}
 
 
+def test_encoded_labels_three_seeds_report_every_rows_test(tmp_path):
+    """The default three seeds, tiny: each row is judged over three per-seed values and the
+    report prints criterion, tolerance, n and the random-feature reference for every row."""
+    cfg = encoded_labels.Config(n_train=256, width=16, depth=1, epochs=4, log_points=1)
+    assert cfg.seeds == 3
+    res = run_experiment(encoded_labels.NAME, cfg, tmp_path)
+    assert [p["seed"] for p in res["per_seed"]] == [0, 1, 2]
+    assert len({p["rich_dlr"] for p in res["per_seed"]}) == 3  # the seeds differ
+    assert res["summary"]["rich_dlr"] == pytest.approx(
+        np.mean([p["rich_dlr"] for p in res["per_seed"]])
+    )
+    rows = _comparison_ok(res)
+    for r in rows.values():
+        assert r["n_seeds"] == 3 and all(len(v) == 3 for v in r["values"].values())
+    ref = rows["test D_LR rich / lazy"]["reference"]
+    assert (ref["n"], ref["p"], ref["rank_source"]) == (1000, 16, "measured")
+    assert ref["rank"] == max(p[f"{m}_dlr_rank"] for p in res["per_seed"] for m in ("rich", "lazy"))
+    _report_prints_every_rows_test(tmp_path, rows.values(), 3)
+
+
 def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
     cfg = target_downscaling.Config(
-        n_train=512, alphas=(1.0, 1000.0), width=32, depth=2, epochs=60, log_points=2
+        n_train=512, alphas=(1.0, 1000.0), width=32, depth=2, epochs=60, log_points=2, seeds=1
     )
     res = run_experiment(target_downscaling.NAME, cfg, tmp_path)
     _report_ok(tmp_path, ["measures_vs_alpha.png", "dlr_curves.png"])
     table = res["table"]
-    assert [r["alpha"] for r in table] == [1.0, 1000.0]
+    assert [r["alpha"] for r in table] == [1.0, 1000.0] and res["tables"] == [table]
     for key in ("dlr", "s_init", "param_norm", "nc1", "nc1_test", "nc1_outputs", "test_acc"):
         assert all(math.isfinite(r[key]) for r in table)
     assert res["summary"]["dlr_monotone"] is True
     rows = _comparison_ok(res)
     assert rows["D_LR vs alpha (Spearman)"]["verdict"] == "reproduced"
-    assert "on the test features" in rows["NC1 vs alpha (Spearman)"]["note"]
+    ref = rows["D_LR vs alpha (Spearman)"]["reference"]
+    assert (ref["n"], ref["p"], ref["rank"], ref["rank_source"]) == (512, 32, 10, "C")
+    assert "on the test features" in rows["NC1 vs alpha, fitted alpha"]["note"]
+    _report_prints_every_rows_test(tmp_path, rows.values(), 1)
 
 
-def test_target_downscaling_fitted_row_judges_the_alpha_that_fit():
-    def summary(s_init, norm, nc1):
-        vals = {"s_init": s_init, "param_norm": norm, "nc1": nc1}
-        return {"alpha_max_fitted": 100.0} | {
-            f"{k}_spearman_vs_alpha_fitted": v for k, v in vals.items()
-        }
+def _table(alphas, s_init, norm, nc1, fit=None, dlr=None):
+    """A hand-written α sweep of one seed (the measures the comparison reads)."""
+    fit = fit or [1.0] * len(alphas)
+    dlr = dlr or list(np.linspace(0.1, 0.9, len(alphas)))
+    return [
+        dict(
+            alpha=a,
+            s_init=si,
+            param_norm=pn,
+            nc1=n1,
+            train_acc=f,
+            dlr=d,
+            test_acc=0.9,
+            nc1_test=n1,
+            nc1_outputs=n1,
+            n_features=256,
+        )
+        for a, si, pn, n1, f, d in zip(alphas, s_init, norm, nc1, fit, dlr, strict=True)
+    ]
 
-    row = target_downscaling._fitted_row(summary(-1.0, -1.0, 1.0), "d", "s")
-    assert row["quantity"] == "prior measures vs alpha, fitted alpha only (<= 100)"
-    assert row["measured"] == "S_init -1.00, ‖θ‖² -1.00, NC1 +1.00"
-    assert row["verdict"] == "not reproduced" and row["note"] == "aligned with alpha: S_init, NC1"
-    row = target_downscaling._fitted_row(summary(0.5, -1.0, 0.8), "d", "s")
-    assert row["verdict"] == "reproduced" and row["note"] == "none aligns with alpha"
-    assert target_downscaling._fitted_row(summary(math.nan, -1.0, 1.0), "d", "s") is None
+
+def test_target_downscaling_judges_the_prior_measures_by_s_table_over_fitted_alpha():
+    data = common.load_task("mnist5k", n_train=1000)
+    cfg = target_downscaling.Config(alphas=(1.0, 10.0, 100.0, 1000.0))
+    a = cfg.alphas
+    # S_init falls monotonically while the runs fit (aligned with laziness), turns only at the
+    # α that does not fit; ‖θ‖² stays within 10 % (invariant); NC1 falls (opposite direction)
+    one = _table(a, [0.7, 0.6, 0.5, 0.65], [300, 310, 290, 200], [4, 3, 2, 5], [1, 1, 1, 0.8])
+    rows = {r["quantity"]: r for r in target_downscaling.comparison([one], cfg, data)}
+    assert rows["D_LR vs alpha (Spearman)"]["verdict"] == "reproduced"
+    assert rows["S_init vs alpha, fitted alpha"]["verdict"] == "not reproduced"
+    assert rows["‖θ‖² vs alpha, fitted alpha"]["verdict"] == "reproduced"
+    assert rows["NC1 vs alpha, fitted alpha"]["verdict"] == "reproduced"
+    # ‖θ‖² falling by 30 % is not invariant, but misaligned (a lazier run would have it rise):
+    # direction; NC1 rising is aligned: not reproduced
+    two = _table(a, [0.7, 0.6, 0.5, 0.65], [300, 250, 210, 200], [1, 2, 3, 5], [1, 1, 1, 0.8])
+    rows = {r["quantity"]: r for r in target_downscaling.comparison([two], cfg, data)}
+    assert rows["‖θ‖² vs alpha, fitted alpha"]["verdict"] == "direction reproduced"
+    assert rows["‖θ‖² vs alpha, fitted alpha"]["values"]["ratio_to_alpha_min"] == [0.7]
+    assert rows["NC1 vs alpha, fitted alpha"]["verdict"] == "not reproduced"
+    # two seeds that disagree about NC1's direction: inconclusive, n = 2
+    rows = {r["quantity"]: r for r in target_downscaling.comparison([one, two], cfg, data)}
+    assert rows["NC1 vs alpha, fitted alpha"]["verdict"] == "inconclusive"
+    assert rows["NC1 vs alpha, fitted alpha"]["n_seeds"] == 2
+    # fewer than two α fit: the claim cannot be judged
+    none = _table(a, [0.7, 0.6, 0.5, 0.65], [300] * 4, [1, 2, 3, 5], [1, 0.9, 0.9, 0.8])
+    rows = {r["quantity"]: r for r in target_downscaling.comparison([none], cfg, data)}
+    assert rows["S_init vs alpha, fitted alpha"]["verdict"] == "inconclusive"
 
 
 def test_target_downscaling_rejects_bad_alphas(tmp_path):
@@ -145,7 +231,17 @@ def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
 
 def test_comparison_rows_reject_unknown_verdicts():
     with pytest.raises(ValueError, match="verdict must be one of"):
-        _comparison.row("q", 1, 2, dataset="d", scale="s", verdict="almost")
+        _comparison.row(
+            "q",
+            1,
+            2,
+            dataset="d",
+            scale="s",
+            verdict="almost",
+            criterion="c",
+            tolerance="t",
+            values=[2],
+        )
     assert _comparison.judge(True, False) == "reproduced"
     assert _comparison.judge(False, True) == "direction reproduced"
     assert _comparison.judge(False, False) == "not reproduced"

@@ -14,3 +14,9 @@ def test_single_neuron_experiment_tiny(tmp_path):
     errs = {k: v for k, v in res["summary"].items() if "err" in k}
     assert errs and max(errs.values()) < 1e-8, errs
     assert list(tmp_path.glob("*.png")) and (tmp_path / "report.md").exists()
+    rows = {r["quantity"].split(":")[0]: r for r in res["comparison"]}
+    assert rows["theory vs gradient flow"]["verdict"] == "reproduced"
+    assert rows["implicit bias"]["verdict"] == "reproduced"
+    s_row = rows["kernel distance S(0, t_max) vs delta"]
+    assert s_row["verdict"] == "reproduced"  # upstream lazy < balanced < downstream
+    assert list(s_row["values"]) == ["delta -2", "delta 0", "delta 2"]

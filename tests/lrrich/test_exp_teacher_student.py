@@ -18,3 +18,9 @@ def test_teacher_student_tiny(tmp_path):
         np.isfinite(v) for v in res["summary"].values() if isinstance(v, float)
     )
     assert list(tmp_path.glob("*.png")) and (tmp_path / "report.md").exists()
+    rows = res["comparison"]
+    assert [r["n_seeds"] for r in rows] == [1, 1]
+    assert all(r["criterion"].startswith("K Fig 1(b)") for r in rows)
+    # the per-seed final values are the seed-mean grid's (one seed)
+    final = res["final"]
+    assert rows[1]["values"]["large tau balanced"] == [final["kernel_distance"][-1][1]]

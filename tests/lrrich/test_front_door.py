@@ -60,7 +60,8 @@ def test_report_lists_disagreements_and_carries_the_experiments_docstring(tmp_pa
     io.write_json(tmp_path / "r" / "results.json", res)
     md = report.render_markdown(tmp_path / "r")
     section = md.split("## Disagreements")[1].split("## ")[0]
-    assert "2 of 3 quantities are not reproduced" in section
+    # the heading counts what the rows say: one of the two disagreements is a direction match
+    assert "Of 3 quantities: 1 reproduced, 1 direction reproduced, 1 not reproduced" in section
     assert "- **b / c** (direction reproduced): smaller" in section
     assert "- **d** (not reproduced): no note" in section and "**a**" not in section
     page = report._markdown_to_html(md)

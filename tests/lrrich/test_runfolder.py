@@ -137,11 +137,11 @@ def test_report_renders_the_comparison_rows(tmp_path):
     )
     run_experiment("toy", None, tmp_path)
     md = (tmp_path / "report.md").read_text()
-    assert "| quantity | paper | measured | dataset | scale | verdict | note |" in md
-    assert (
-        "| D_LR rich | 0.0087 | 0.07 | digits (1,437 / 360) | MLP 256x3 | direction reproduced "
-        "| smaller / gap |" in md
-    )
+    assert "| quantity | paper | measured | n | random-feature D_LR | verdict |" in md
+    # a row of an older run, without criterion, tolerance, seeds or reference, shows "—"
+    assert "| D_LR rich | 0.0087 | 0.07 | — | — | direction reproduced |" in md
+    assert "  - dataset: digits (1,437 / 360); scale: MLP 256x3" in md
+    assert "  - note: smaller | gap" in md
     assert "| y | 3 |" not in md  # the comparison replaces the bare PAPER table
 
 
