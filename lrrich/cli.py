@@ -31,11 +31,11 @@ def _print_summary(results: dict) -> None:
 
 
 def _cmd_list(args) -> int:
-    from lrrich.registry import PAPERS, SMALL_RUNTIMES, discover, paper_keys
+    from lrrich.registry import PAPERS, discover, paper_keys
 
     print(f"{'name':<22s} {'runtime':>11s}  reproduces")
     for name, exp in sorted(discover().items()):
-        print(f"{name:<22s} {SMALL_RUNTIMES.get(name, '?'):>11s}  {exp.description}")
+        print(f"{name:<22s} {exp.runtime or '?':>11s}  {exp.description}")
         for key in paper_keys(exp.description):
             print(f"{'':<36s}{key} = {PAPERS[key]}")
     print(

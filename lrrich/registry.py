@@ -5,6 +5,7 @@ An experiment module defines, at module level::
     NAME = "single-neuron"                 # CLI name
     DESCRIPTION = "K Fig 3: mu, phi, S vs t for several delta"
     PAPER = {"D_LR after": 0.11}           # optional: values the paper states (report shows them)
+    RUNTIME = "15 s"                       # optional: small-scale wall time (`lrrich list`)
 
     @dataclasses.dataclass(frozen=True)
     class Config:                          # every hyper-parameter, with CPU-small defaults
@@ -60,6 +61,7 @@ class Experiment:
     module: str = ""
     check: Callable[[Any], None] | None = None
     verdict: Callable[[dict], str] | None = None
+    runtime: str = ""
 
     def config(
         self,
@@ -150,6 +152,7 @@ def _from_module(mod: types.ModuleType) -> Experiment:
         module=mod.__name__,
         check=getattr(mod, "check", None),
         verdict=getattr(mod, "verdict", None),
+        runtime=getattr(mod, "RUNTIME", ""),
     )
 
 
@@ -189,45 +192,10 @@ PAPERS = {
 }
 """The papers an experiment reproduces, by the one-letter key its description starts with."""
 
-# The other spellings some descriptions use for the same papers.
-_PAPER_ALIASES = {
-    "seed 000": "D",
-    "seed 001": "S",
-    "Kunin et al.": "K",
-    "Position paper": "P",
-    "position paper": "P",
-}
-
-SMALL_RUNTIMES = {
-    "demo": "18 s",
-    "kunin-single-neuron": "15 s",
-    "lambda-balanced": "21 s",
-    "teacher-student": "19 s CPU",
-    "scaling-laws": "38 s",
-    "encoded-labels": "35 s",
-    "target-downscaling": "25 s",
-    "wd-tiny-lr": "32 s",
-    "grokking-transformer": "5.7 min",
-    "grokking-mlp": "7.0 min CPU",
-    "kunin-grokking": "2.3 min CPU",
-    "emergence": "4.9 min",
-    "label-shuffling": "1.8 min CPU",
-    "vgg-batchnorm": "55 s",
-    "resnet-lr": "9.4 min",
-    "mf-regime": "5.4 min",
-    "learning-curve": "2.6 min CPU",
-}
-"""Wall time of ``lrrich run NAME`` at the small scale on the idle 2-core development CPU, as
-measured in docs/experiments.md; "CPU" marks a CPU time, given where only a wall time under heavy
-load was measured (the better guide to the idle wall time)."""
-
 
 def paper_keys(description: str) -> list[str]:
     """The keys of :data:`PAPERS` that ``description`` cites (``"K Fig 3-4: ..."`` → ``["K"]``)."""
-    text = description
-    for alias, key in _PAPER_ALIASES.items():
-        text = text.replace(alias, key)
-    found = re.findall(r"(?:^|[\s/(])([DSTKP])(?=\s*(?:Fig|Table|Eq|Thm|App|§|/|:))", text)
+    found = re.findall(r"(?:^|[\s/(])([DSTKP])(?=\s*(?:Fig|Table|Eq|Thm|App|§|/|:))", description)
     return list(dict.fromkeys(found))
 
 

@@ -148,10 +148,15 @@ def _about(exp) -> list[str]:
     return ["## About this experiment", "", "```text", text, "```", ""]
 
 
-def _dataset_warning(exp, cfg: dict) -> list[str]:
-    """A note when the run's ``dataset`` differs from the one of the experiment's paper scale."""
+def _dataset_warning(exp, cfg: dict, rows: list[dict]) -> list[str]:
+    """A note when the run's dataset differs from the one of the experiment's paper scale.
+
+    The dataset the run used is the one its comparison rows name (``'<name> (n train / n
+    test)'``), which differs from the config's when a missing dataset fell back to mnist5k.
+    """
     paper_cfg = exp.scales.get("paper") if exp is not None else None
-    ran = cfg.get("config", {}).get("dataset")
+    used = {str(r.get("dataset", "")).split(" ")[0] for r in rows} - {""}
+    ran = used.pop() if len(used) == 1 else cfg.get("config", {}).get("dataset")
     wanted = getattr(paper_cfg, "dataset", None)
     if ran is None or wanted is None or ran == wanted:
         return []
@@ -197,7 +202,7 @@ def render_markdown(run_dir: str | Path) -> str:
             f"**Figures failed:** {res['plot_error']} (`lrrich report --replot` retries).",
             "",
         ]
-    warning = _dataset_warning(exp, cfg)
+    warning = _dataset_warning(exp, cfg, res.get("comparison") or [])
     if res.get("comparison"):
         lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
         lines += _disagreements(res["comparison"], cfg.get("experiment"))

@@ -215,6 +215,28 @@ def _lines(progress: bool) -> Callable[[str], None]:
     return lambda s: print(s, file=sys.stderr, flush=True)
 
 
+def _one_seed_per_point(name, valid, fixed, grid, seeds, log) -> dict[str, str]:
+    """``fixed`` with ``seeds=1`` where the sweep itself varies the seed of a multi-seed experiment.
+
+    An experiment with a ``seeds`` field trains ``seed, …, seed + seeds − 1`` in every run; sweeping
+    ``seed`` over it as well would train overlapping seeds in different points and average runs
+    that are not independent. The sweep's seeds replace the experiment's: each point trains one.
+    """
+    if "seeds" not in valid or not (seeds > 1 or "seed" in grid):
+        return fixed
+    if "seeds" in grid or fixed.get("seeds", "1").strip() != "1":
+        raise ValueError(
+            f"{name} already repeats each run over seeds (its 'seeds' field) and this sweep varies "
+            "'seed' too: the points would share seeds. Leave 'seeds' unset (each point then trains "
+            "one seed) or sweep without --seeds / --grid seed"
+        )
+    if "seeds" not in fixed:
+        log(
+            f"{name}: each point trains one seed (seeds=1); the sweep's seeds replace the experiment's"
+        )
+    return {**fixed, "seeds": "1"}
+
+
 def run_sweep(
     name: str,
     grid: dict[str, list[str]],
@@ -284,6 +306,7 @@ def run_sweep(
         raise ValueError(f"--set and --grid/--seeds both set {both}; use one of them")
     if seeds > 1 and "seed" not in valid:
         raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
+    fixed = _one_seed_per_point(name, valid, fixed, grid, seeds, _lines(progress))
     points = grid_points(grid, seeds)
     overrides = [{**fixed, **p} for p in points]
     flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}

@@ -27,6 +27,7 @@ import numpy as np
 from lrrich.experiments import _image_runs as common
 
 NAME = "demo"
+RUNTIME = "18 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "Main job: exact modes vs gradient flow (diagonal, Saxe); real-MNIST MLP rich vs lazy D_LR"
 )

@@ -53,6 +53,7 @@ from nets.step import Batch, Program, build, run_batches
 from sims import emergence as em
 
 NAME = "emergence"
+RUNTIME = "4.9 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
 PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
 TOLERANCE = _comparison.TOLERANCES["constant"].value

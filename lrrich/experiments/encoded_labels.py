@@ -40,6 +40,7 @@ from lrrich.experiments import _comparison, _paper_d, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "encoded-labels"
+RUNTIME = "47 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
 PAPER = {
     "rich_dlr": 0.0087,

@@ -50,6 +50,7 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments._training import StepTraining, first_step
 
 NAME = "grokking-mlp"
+RUNTIME = "7.0 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "T §6.4.3 Table 6.1 / Fig 6.5: grokking in a 4-layer tanh MLP removed by raising γ₊ "
     "(weight, target, input, output scale)"

@@ -38,6 +38,7 @@ import numpy as np
 from lrrich.experiments._training import StepTraining, first_step, train_config
 
 NAME = "grokking-transformer"
+RUNTIME = "5.7 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 4: 2-layer transformer groks mod-p division; D_LR drops across it"
 PAPER = {
     "dlr_before": 0.51,

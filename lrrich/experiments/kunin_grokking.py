@@ -42,8 +42,9 @@ from lrrich.experiments import _comparison, _training
 from lrrich.experiments._training import StepTraining
 
 NAME = "kunin-grokking"
+RUNTIME = "2.3 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
-    "Kunin et al. App. D.3 / Fig 12: steps to grok on modular division over embedding balance α "
+    "K App. D.3 / Fig 12: steps to grok on modular division over embedding balance α "
     "and output scale τ"
 )
 PAPER = {

@@ -34,6 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "label-shuffling"
+RUNTIME = "1.8 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER = {
     "dlr_shuffle0": 0.031,

@@ -34,9 +34,8 @@ from sims import lambda_balanced as lb
 from sims import simulate
 
 NAME = "lambda-balanced"
-DESCRIPTION = (
-    "Position paper §6.1/App. G: sigmoidal→exponential modes as λ grows; NTK phase diagram"
-)
+RUNTIME = "21 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
+DESCRIPTION = "P §6.1/App. G: sigmoidal→exponential modes as λ grows; NTK phase diagram"
 PAPER = {"figure": "position paper Figure 6(a)", "rich region": "small |λ| (balanced layers)"}
 
 

@@ -37,6 +37,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "learning-curve"
+RUNTIME = "2.6 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",

@@ -33,6 +33,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "mf-regime"
+RUNTIME = "5.4 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "T Table 2.2: ResNet18 / VGG16 in the MF regime (D_eff(rho) = D_eff(Q) = C, D_LR < 0.1)"
 )

@@ -34,6 +34,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "resnet-lr"
+RUNTIME = "9.4 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
     "dlr_lr0.005": 0.053,

@@ -28,6 +28,7 @@ from lrrich.experiments import _comparison
 from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
+RUNTIME = "38 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "T Fig 4.2-4.3, C.1: multilinear-model scaling laws in T, D, N, C vs Table 4.1"
 PAPER = {"exponents": "time/data -a/(a+1), params -a, compute -a/(a+2)"}
 

@@ -32,6 +32,7 @@ from sims import gradient_flow
 from sims import single_neuron as sn
 
 NAME = "kunin-single-neuron"
+RUNTIME = "15 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "K Fig 3-4: single neuron mu, phi, S(0,t) and beta paths vs delta; implicit bias (Eq 72)"
 )

@@ -39,6 +39,7 @@ from lrrich.experiments import _comparison, _paper_d, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "target-downscaling"
+RUNTIME = "54 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
 MEASURES = ("dlr", "s_init", "param_norm", "nc1")

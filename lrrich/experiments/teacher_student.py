@@ -29,6 +29,7 @@ import numpy as np
 from sims import piecewise_linear as pl
 
 NAME = "teacher-student"
+RUNTIME = "19 s CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geometry delta (ReLU)"
 PAPER = {
     "rich regime": "small tau",

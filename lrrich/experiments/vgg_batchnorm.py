@@ -28,6 +28,7 @@ from lrrich.experiments import _comparison
 from lrrich.experiments import _image_runs as common
 
 NAME = "vgg-batchnorm"
+RUNTIME = "55 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
 PAPER = {
     "dlr_no_bn": 0.66,

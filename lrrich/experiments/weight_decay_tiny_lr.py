@@ -34,6 +34,7 @@ from lrrich.experiments import _comparison, _paper_d
 from lrrich.experiments import _image_runs as common
 
 NAME = "wd-tiny-lr"
+RUNTIME = "32 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 2a: large weight decay + tiny lr; D_LR vs S_init, |theta|^2, NC1"
 PAPER = {
     "dlr_init": 0.59,

@@ -22,6 +22,8 @@ def test_within_decides_only_when_every_seed_agrees():
     assert cmp.within([0.10, 0.20], 0.11, "dlr") is None  # the seeds straddle the bound
     assert cmp.within(0.12, 0.11, "dlr") is True  # one seed
     assert cmp.within([0.11, math.nan], 0.11, "dlr") is None  # NaN is never close
+    # a gap equal to the bound is outside, also where float round-off makes it 0.04999…
+    assert 0.15 - 0.10 < 0.05 and cmp.within([0.15, 0.156], 0.10, "accuracy") is False
     # relative: |measured / paper − 1| ≤ 0.25
     assert cmp.within([5.0, 4.0], 4.0, "constant") is True
     assert cmp.within([5.1], 4.0, "constant") is False

@@ -34,7 +34,9 @@ def test_sharded_training_matches_single_device():
         print("ERR", err, moved)
         assert err < 1e-12 * max(moved, 1.0), err
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     assert "ERR" in proc.stdout.decode()
