@@ -101,25 +101,22 @@ class TrainConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not (self.lr >= 0 and self.weight_decay >= 0 and 0 <= self.momentum < 1):
-            raise ValueError(
-                f"need lr ≥ 0, weight_decay ≥ 0, 0 ≤ momentum < 1; got lr={self.lr}, "
-                f"weight_decay={self.weight_decay}, momentum={self.momentum}"
-            )
-        if not (self.eps >= 0 and 0 <= self.b1 < 1 and 0 <= self.b2 < 1):  # torch.optim.Adam's
-            raise ValueError(
-                f"need eps ≥ 0 and 0 ≤ b1, b2 < 1; got eps={self.eps}, b1={self.b1}, b2={self.b2}"
-            )
-        if self.batch_size < 1 or self.epochs < 0 or (self.steps is not None and self.steps < 0):
-            raise ValueError(
-                f"need batch_size ≥ 1, epochs ≥ 0, steps ≥ 0; got {self.batch_size}, "
-                f"{self.epochs}, {self.steps}"
-            )
-        if self.warmup_steps < 0 or self.step_every_epochs < 1:
-            raise ValueError(
-                f"need warmup_steps ≥ 0 and step_every_epochs ≥ 1, got {self.warmup_steps}, "
-                f"{self.step_every_epochs}"
-            )
+        steps_ok = self.steps is None or self.steps >= 0
+        for name, ok, rule in (
+            ("lr", self.lr >= 0, "≥ 0"),
+            ("weight_decay", self.weight_decay >= 0, "≥ 0"),
+            ("momentum", 0 <= self.momentum < 1, "in [0, 1)"),
+            ("eps", self.eps >= 0, "≥ 0"),  # torch.optim.Adam's checks for eps, b1, b2
+            ("b1", 0 <= self.b1 < 1, "in [0, 1)"),
+            ("b2", 0 <= self.b2 < 1, "in [0, 1)"),
+            ("batch_size", self.batch_size >= 1, "≥ 1"),
+            ("epochs", self.epochs >= 0, "≥ 0"),
+            ("steps", steps_ok, "≥ 0 (or None: epochs decide)"),
+            ("warmup_steps", self.warmup_steps >= 0, "≥ 0"),
+            ("step_every_epochs", self.step_every_epochs >= 1, "≥ 1"),
+        ):
+            if not ok:  # written so that NaN fails too
+                raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
         return self
 
     def total_steps(self, steps_per_epoch: int) -> int:

@@ -144,7 +144,7 @@ def _lrrich(args: list[str], cwd, **kw) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--set", "epochs=-3"], "--set epochs=-3: need batch_size ≥ 1, epochs ≥ 0"),
+        (["--set", "epochs=-3"], "--set epochs=-3: epochs must be ≥ 0, got -3"),
         (["--set", "lr=nan"], "--set lr=nan: lr must be a number, got nan"),
         (["--scale", "paper"], "--scale paper: dataset 'mnist' needs tensorflow-datasets"),
     ],
@@ -165,7 +165,7 @@ def test_a_refused_config_writes_nothing_and_names_the_key(tmp_path, args, messa
 def test_a_sweep_with_an_invalid_point_runs_none(tmp_path):
     proc = _lrrich(["sweep", "demo", "--grid", "epochs=1,-3", "--out", "s", "--quiet"], tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("lrrich: error: --grid epochs=-3: need batch_size ≥ 1")
+    assert proc.stderr.startswith("lrrich: error: --grid epochs=-3: epochs must be ≥ 0, got -3")
     assert not (tmp_path / "s").exists()
 
 

@@ -307,7 +307,7 @@ def test_the_terminal_table_is_plain_text(tmp_path):
 
 
 def test_a_fixed_override_that_cannot_run_stops_the_sweep_before_any_point(tmp_path):
-    with pytest.raises(ValueError, match=r"^--set epochs=-3: need batch_size ≥ 1, epochs ≥ 0"):
+    with pytest.raises(ValueError, match=r"^--set epochs=-3: epochs must be ≥ 0, got -3"):
         run_sweep("demo", {"lr": ["0.1", "0.2"]}, tmp_path / "s", fixed={"epochs": "-3"})
     assert not (tmp_path / "s").exists()
 

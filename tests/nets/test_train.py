@@ -164,3 +164,21 @@ def test_bad_data_is_a_clear_error(digits):
         train(_mlp(), bad, TrainConfig(), key=jax.random.key(0), progress=False)
     with pytest.raises(ValueError, match="batch_size"):
         train(_mlp(), digits, TrainConfig(batch_size=5000), key=jax.random.key(0), progress=False)
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("epochs", -3, "epochs must be ≥ 0, got -3"),
+        ("batch_size", 0, "batch_size must be ≥ 1, got 0"),
+        ("steps", -1, "steps must be ≥ 0"),
+        ("lr", float("nan"), "lr must be ≥ 0, got nan"),
+        ("momentum", 1.0, r"momentum must be in \[0, 1\), got 1.0"),
+        ("b2", -0.1, r"b2 must be in \[0, 1\)"),
+        ("warmup_steps", -2, "warmup_steps must be ≥ 0"),
+    ],
+)
+def test_a_bad_number_is_named_alone(field, value, message):
+    """One message per field, naming the field the user set (not a list of internal fields)."""
+    with pytest.raises(ValueError, match=f"^{message}"):
+        dataclasses.replace(TrainConfig(), **{field: value}).validate()
