@@ -65,5 +65,5 @@ def test_bad_optimizer_values():
     with pytest.raises(ValueError, match="optimizer"):
         make_optimizer(TrainConfig(optimizer="rmsprop"), 1, 1)
     for bad in (dict(eps=-1e-8), dict(eps=float("nan")), dict(b1=1.0), dict(b2=-0.1)):
-        with pytest.raises(ValueError, match="eps"):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must be"):
             TrainConfig(optimizer="adam", **bad).validate()
