@@ -127,3 +127,17 @@ def test_set_overrides_still_reach_the_shared_fields():
     assert (cfg.lr, cfg.b2, cfg.steps) == (0.002, 0.99, 100)
     fields = {f.name for f in dataclasses.fields(registry.get("emergence").config_cls)}
     assert {"seed", "lr", "width_lr", "width_optimizer"} <= fields
+
+
+def test_training_defaults_are_train_configs():
+    """`Training` restates TrainConfig's optimizer fields so `--set` sees them at the top level of
+    every experiment config; their defaults must stay TrainConfig's (no silent drift)."""
+    import dataclasses
+
+    from lrrich.experiments import _training
+    from nets import TrainConfig
+
+    base = TrainConfig()
+    for f in dataclasses.fields(_training.Training):
+        if f.name != "seed":
+            assert f.default == getattr(base, f.name), f.name
