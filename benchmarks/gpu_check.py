@@ -2,20 +2,20 @@
 
 Run it through ``benchmarks/gpu_check.sh`` (which installs the carried wheels offline first);
 ``docs/gpu.md`` gives the device call, the goals and the table to fill. Phases, in order, each in
-its own process with its own time cap (seconds on the device; the caps sum to 410 s):
+its own process with its own time cap (seconds on the device; the caps sum to 570 s):
 
 ============ ==== ============================================================================
 phase        cap  what it measures
 ============ ==== ============================================================================
 env           30  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
-tests         90  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
+tests        100  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
                   ``train_many``, checkpoint/resume, data-parallel training; pass/fail counts
 resnet_jax    70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``
 resnet_torch  90  the same network in PyTorch: eager float32 / AMP bfloat16, then
                   ``torch.compile`` bfloat16 / float32 (``benchmarks/bench_resnet_gpu.py``)
-sweep         30  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
-dlr           30  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 ΦᵀΦ GEMM
-experiment    70  ``lrrich run resnet-lr`` at k = 64 on all 60,000 Fashion-MNIST images
+sweep         60  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
+dlr          120  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 ΦᵀΦ GEMM
+experiment   100  ``lrrich run resnet-lr`` at k = 64 on all 60,000 Fashion-MNIST images
 ============ ==== ============================================================================
 
 A phase writes its numbers as it gets them (``<out>/gpu_check.json`` is rewritten after every
@@ -68,12 +68,12 @@ class Phase:
 
 PHASES = (
     Phase("env", 30, 60, "versions, device, nvidia-smi"),
-    Phase("tests", 90, 240, "device-sensitive tests: pass/fail counts"),
+    Phase("tests", 100, 240, "device-sensitive tests: pass/fail counts"),
     Phase("resnet_jax", 70, 150, "ResNet18 images/s, nets.train, float32 and bfloat16"),
     Phase("resnet_torch", 90, 120, "ResNet18 images/s, PyTorch eager/AMP and torch.compile"),
-    Phase("sweep", 30, 120, "16-run sweep: train_many vs 16 sequential train calls"),
-    Phase("dlr", 30, 60, "metrics.dlr vs one float32 GEMM at n = 1e6, p = 4096"),
-    Phase("experiment", 70, 180, "lrrich run resnet-lr at full Fashion-MNIST scale"),
+    Phase("sweep", 60, 120, "16-run sweep: train_many vs 16 sequential train calls"),
+    Phase("dlr", 120, 60, "metrics.dlr vs one float32 GEMM at n = 1e6, p = 4096"),
+    Phase("experiment", 100, 180, "lrrich run resnet-lr at full Fashion-MNIST scale"),
 )
 
 # Device-sensitive tests (node ids; a whole module where every test in it is). Left out:
@@ -178,8 +178,11 @@ _TOTALS = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|x
 def phase_tests(rec: Record, args) -> None:
     """pytest -v over ``TESTS``, parsed line by line: counts, failures and skip reasons."""
     nodes = QUICK_TESTS if args.quick else TESTS
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-k", TESTS_DESELECT,
-           *nodes]  # fmt: skip
+    # Four workers, none preallocating: pytest's default -n auto starts one per core (16), and
+    # each JAX process would reserve 75 % of the card's memory.
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0" if args.quick
+           else "4", "--tb=short", "-k", TESTS_DESELECT, *nodes]  # fmt: skip
     rec.put("command", " ".join(cmd[1:]))
     counts: dict[str, int] = {}
     failures, skips, summary = [], [], []

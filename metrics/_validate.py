@@ -47,7 +47,8 @@ def as_matrix(x, name: str, *, what: str = "(n, p)") -> jax.Array:
 
 def check_finite(x, name: str) -> None:
     """Raise if a concrete ``x`` holds NaN or inf."""
-    if is_concrete(x) and not bool(np.all(np.isfinite(np.asarray(x)))):
+    # Reduced on the array's device: one bool comes back, never the array (16 GB at n = 10⁶).
+    if is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
         raise ValueError(f"{name} contains NaN or inf")
 
 
