@@ -20,9 +20,11 @@ overlap little. Inside a degenerate eigenspace (equal ρ) the eigenfunctions, an
 are arbitrary: the matched overlap (``FeatureTracks.overlap``) says how well defined each step is.
 
 Float32-safe: the eigenfunctions on S_fit are √n times the left singular vectors of Φ, read off
-its Householder QR (Φ = QR, R = U_R S V_Rᵀ, e_k = √n (Q U_R)_k), so every overlap carries an
-absolute error ≈ ε whatever the conditioning of Φ; no Gram matrix is formed. Modes below the
-rank tolerance 2ε(√n + √p)·s₁ (:mod:`metrics._numerics`) have zero overlap with everything.
+its Householder QR (Φ = QR, R = U_R S V_Rᵀ, e_k = √n (Q U_R)_k), so the angle error of e_k is
+the backward-stable ≈ ε·s₁/gap_k (gap_k: distance of s_k to its nearest other singular value),
+not the ε·s₁²/(s_k·gap_k) of a Gram matrix's eigenvectors, and a squared overlap errs by the
+square of the angles; no Gram matrix is formed. Modes below the rank tolerance
+2ε(√n + √p)·s₁ (:mod:`metrics._numerics`) have zero overlap with everything.
 """
 
 from __future__ import annotations
