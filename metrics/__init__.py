@@ -32,6 +32,14 @@ from metrics.dlr import (
     dlr_with_rank_frozen,
     freeze_features,
 )
+from metrics.feature_tracking import (
+    FeatureTracks,
+    FeatureTrajectories,
+    eigenfunction_overlap,
+    feature_trajectories,
+    match_features,
+    track_features,
+)
 from metrics.kernels import (
     empirical_ntk,
     feature_kernel_distance,
@@ -44,6 +52,12 @@ from metrics.plots import plot_feature_decomposition, plot_metric_history
 from metrics.reference import ReferenceSample, random_feature_dlr, random_feature_dlr_mc
 
 __all__ = [
+    "track_features",
+    "match_features",
+    "feature_trajectories",
+    "eigenfunction_overlap",
+    "FeatureTrajectories",
+    "FeatureTracks",
     "DLR",
     "KUNIN_LAPLACIAN",
     "ZERO_SUM_LAPLACIAN",
