@@ -19,14 +19,16 @@ Each panel has a comparison row: K's ordering upstream > balanced > downstream (
 distance, RHM accuracy; for smoothness upstream < balanced < downstream) judged over the seeds.
 
 Command: ``lrrich run kunin-fig6`` (α = 0.1, 1, 10; 3 seeds; LeNet-5 on the 4,000 mnist5k
-digits for 8 Adam epochs; RHM sizes 1,000–16,000 for 24 SGD epochs). Runtime: 6 min 30 s wall,
-7 min CPU at load 9–12 on the shared 2-core machine. ``--scale paper`` is K's setting (LeNet-5
-on full MNIST for 500 epochs at lr 1e-4, batch 512; RHM α ∈ {0.03 … 10} for 250 epochs) for an
-accelerator.
-Expected (seeds 0–2): Hamming distance 0.15–0.19 upstream > 0.10–0.11 balanced > 0.03
-downstream (reproduced); smoothness 0.66–0.70 upstream < 1.4 balanced < 1.9 downstream
-(reproduced); RHM mean test accuracy upstream ≈ balanced > downstream (see
-``docs/findings/kunin_fig6.md``).
+digits for 4 Adam epochs; RHM sizes 1,000–8,000, 1,200 SGD steps each). Runtime: 5 min 41 s
+wall, 94 s CPU at load average 20–22 on the shared 2-core machine. ``--scale paper`` is K's
+setting (LeNet-5 on full MNIST for 500 epochs at lr 1e-4, batch 512; RHM α ∈ {0.03 … 10}, sizes
+up to 64,000, 6 seeds) for an accelerator.
+Expected (seeds 0 / 1 / 2, α = 10 / 1 / 0.1): Hamming distance 0.49 / 0.34 / 0.32 upstream,
+0.16 / 0.16 / 0.13 balanced, 0.09 / 0.09 / 0.10 downstream; smoothness 0.37 / 0.35 / 0.32
+upstream, 1.48 / 1.33 / 1.22 balanced, 1.97 / 1.82 / 1.61 downstream (1.83 at init); RHM mean
+test accuracy 0.55 / 0.62 / 0.74 upstream, 0.52 / 0.60 / 0.71 balanced, 0.33 / 0.37 / 0.55
+downstream — all three rows reproduced (both orderings in every seed). Findings, K's two α
+conventions and the RHM sampling fix: ``docs/findings/kunin_fig6.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "kunin-fig6"
-RUNTIME = "6.5 min"  # small-scale `lrrich run` wall time on the 2-core CPU at load 9–12
+RUNTIME = "1.6 min CPU"  # small-scale `lrrich run` on a 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "K Fig 6(a-c): layer balance alpha vs activation-pattern change (LeNet-5), first-layer "
     "filter smoothness, RHM sample complexity"
