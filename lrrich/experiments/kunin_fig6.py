@@ -134,7 +134,10 @@ SCALES = {
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Panels (a, b): one LeNet-5 per (seed, α); panel (c): one MLP per (seed, α, size)."""
+    """Panels (a, b): one LeNet-5 per (seed, α); panel (c): one MLP per (seed, α, size).
+
+    Returns :func:`collect`'s results: the summary, the panels' data and the comparison rows
+    (:func:`comparison`, one per panel)."""
     alphas = np.asarray(config.alphas, float)
     if alphas.size < 3 or np.any(alphas <= 0) or 1.0 not in alphas:
         raise ValueError(f"alphas need 1 and values on both sides of it, got {config.alphas}")
