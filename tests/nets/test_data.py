@@ -24,19 +24,6 @@ def test_modular_division_is_true_division():
         load("modular_division", p=10)
 
 
-def test_random_hierarchy_labels_are_a_function_of_inputs():
-    d = load("random_hierarchy", n_train=3000, n_test=10, num_classes=3, m=3, s=2, v=6, levels=2)
-    assert d.x_train.shape == (3000, 4 * 6)
-    np.testing.assert_array_equal(d.x_train.reshape(3000, 4, 6).sum(axis=2), 1)
-    seen = {}
-    for row, label in zip(map(bytes, d.x_train.astype(np.uint8)), d.y_train, strict=True):
-        assert seen.setdefault(row, label) == label
-    # m synonyms at 2 levels: at most n_c·m·m^s distinct inputs
-    assert len(seen) <= 3 * 3 * 3**2
-    with pytest.raises(ValueError, match="m·n_c"):
-        load("random_hierarchy", n_train=5, n_test=5, num_classes=10, m=4, s=1, v=8)
-
-
 def test_teacher_student_and_mixture():
     ts = load("teacher_student", n_train=200, n_test=50, dim=10, teacher_width=3)
     np.testing.assert_allclose(np.linalg.norm(ts.x_train, axis=1), 1.0, rtol=1e-5)
