@@ -24,10 +24,9 @@ loaded 2-core machine). Paper scale (an accelerator): ``lrrich run kunin-grokkin
 (transformer, 5 × 5 grid, 5 seeds, 30,000 steps).
 Expected (small, seed 0): every run fits (t_fit 450–2,100 steps, growing with τ); the test
 accuracy then jumps from ~1% to 99% (grokking) at t_gen ≈ 1,150–1,450 steps for τ = 0.5,
-≈ 3,250–3,550 for τ = 1, and not within 6,000 steps for τ = 1.5 (final test ≈ 98%). The fastest
-point is α = 10, τ = 0.5, the paper's "unbalanced rich" corner; in this MLP the τ effect dominates
-and α = 10 is fastest at every τ by only 100–300 steps (one seed, not resolved from seed noise):
-both comparison rows (the τ and the α effect) read inconclusive until ``n_seeds`` ≥ 2.
+≈ 3,250–3,550 for τ = 1, and not within 6,000 steps for τ = 1.5 (final test ≈ 98%). The α
+runs of one τ differ by 100–300 steps, which one seed cannot separate from seed noise: both
+comparison rows (the τ and the α effect) read inconclusive until ``n_seeds`` ≥ 2.
 """
 
 from __future__ import annotations
