@@ -14,7 +14,9 @@ Command: ``lrrich run teacher-student --out runs/ts`` (small: d = 20, h = 50, n 
 grid, 2 seeds, 4000 GD steps; 20 s of CPU, ~2 min wall on the shared 2-core machine).
 Expected (paper): lazy (kernel distance ≈ 0, high test loss) at large τ; rich at small τ;
 smallest test loss and fastest kernel movement at small τ and large positive δ (upstream).
-``--scale paper`` is the paper's size (d = 100, h = 50, k = 3, n = 1000, 16 seeds, 10⁵ steps).
+``--scale paper`` is the paper's size (d = 100, h = 50, k = 3, n = 1000, 10,000 test points, 16
+seeds, lr 5e-3/τ²; K App. D.1). Choices where K is silent: the number of gradient-descent steps
+of Fig 1(b) (10⁵ here) and of grid points (10 log-spaced τ in [0.1, 2] × 11 δ in [−1, 1]).
 """
 
 from __future__ import annotations
