@@ -169,7 +169,8 @@ def train_skills(
       task: the task; widths: (K,) hidden widths; key: PRNG key (init, batches, held-out set).
       steps, eval_every: training steps and evaluation interval (steps // eval_every intervals).
       batch: samples per step; train: the optimizer part of a :class:`nets.TrainConfig`
-        (``optimizer``, ``lr``, ``momentum``, ``weight_decay``, Adam's moments; constant schedule).
+        (``optimizer``, ``lr``, ``momentum``, ``weight_decay``, Adam's moments; ``schedule``
+        with one step as one epoch, e.g. the data panel's η halving).
       init_std: weight init std; n_eval: held-out samples per skill.
       n_streams: number of data streams G; data: fixed training sets or ``None``.
       init_bias: biases from N(0, σ²) too (:func:`init_networks`).
@@ -246,14 +247,15 @@ class Config(Training):
     ``seed`` sets the tasks, initialisations, batches, training sets and held-out sets.
 
     Attributes:
-      n_seeds: independent networks per point (T: ≥ 10).
+      n_seeds: independent networks per point (T Table 5.1: 10 runs).
       alpha: power-law exponent α (P_s(k) ∝ k^{−(α+1)}); S: target scale; n_b: skill bits;
         m: relevant bits per skill; n_s: skills of the prediction network (the calibration
         network has one).
       init_std: N(0, σ²) init (T's
         table: 0.01; its text says 0.001).
-      init_bias: biases from N(0, σ²) too (T App. C.3: "all parameters"). **Decision:** off by
-        default (biases start at 0); the reading does not change the verdicts
+      init_bias: biases from N(0, σ²) too (T App. C.3: "All parameters of the MLP were
+        initialized with a Gaussian distribution"). On in the paper preset; off at the small
+        scale (biases start at 0), a deviation that does not change the verdicts
         (``docs/findings/emergence.md``).
       n_eval: held-out samples per skill for R_k (T: 20,000).
       time_width, time_batch: width and batch of the time panel (T: 1000, 4000).
@@ -262,24 +264,30 @@ class Config(Training):
       time_fit_r0: fit R(0) of Eq 5.2 jointly with 𝓑² instead of fixing it to σ².
       data_width, data_batch: the data panel (T: 1000, 2000); sets with D ≤ data_batch are
         trained full-batch, larger ones with minibatches drawn with replacement.
-      data_steps_1, data_steps: SGD steps of the n_s = 1 / n_s = 5 data runs (T: 5·10^5, η
-        halved every 5·10^4 steps).
+      data_steps_1, data_steps: SGD steps of the n_s = 1 / n_s = 5 data runs (T: 5·10^5).
+      data_lr_halving_every: the data panel's η is halved every this many steps (T App. C.3:
+        "the learning rate was halved every 50,000 step"); 0 keeps η constant.
       data_D_1, data_D: training-set sizes D of the n_s = 1 and n_s = 5 networks.
       width_lr, width_weight_decay, width_batch: Adam(W) for the width panel (T: 10^-3, 5·10^-5,
         4000), fresh data; width_steps_1, width_steps: its steps for n_s = 1 / 5 (T: 5·10^5).
-      width_optimizer: ``'adamw'`` (decoupled weight decay, default) or ``'adam'`` (PyTorch's
-        ``Adam(weight_decay=…)``: L2 added to the gradient, the literal reading of T's "Adam with
-        learning rate 0.001 and weight decay of 5×10^-5").
+      width_optimizer: ``'adam'`` (PyTorch's ``Adam(weight_decay=…)``: L2 added to the
+        gradient, the literal reading of T's "Adam with learning rate 0.001 and weight decay of
+        5×10^-5"; the paper preset) or ``'adamw'`` (decoupled weight decay; the small scale).
       widths_1, widths: hidden widths N of the n_s = 1 and n_s = 5 networks.
 
     Deviations of the small scale from T App. C.3 (so that the three panels run in about ten CPU
-    minutes): 2 seeds (T: ≥ 10) and 2,000 held-out samples per skill (T: 20,000);
+    minutes): 2 seeds (T: 10) and 2,000 held-out samples per skill (T: 20,000);
     time panel width 512 and batch 1000 (T: 1000, 4000), 3,000 steps for n_s = 1 and 2·10^4 for
     n_s = 5 (T: 3·10^4), R_k every 100 steps (T: 50); data panel width 128, batch 1000 (T: 2000),
     constant η, 5,000 (n_s = 1) and 2.5·10^4 (n_s = 5) steps (T: 5·10^5 with η halved every
-    5·10^4), D ≤ 32,000; width panel batch 1000 (T: 4000) and 2·10^4 / 4·10^4 AdamW steps
-    (T: 5·10^5); why these cuts do not cause N_c's disagreement:
-    ``docs/findings/emergence.md``. Conventions: the networks minimise ½-MSE (T Eq 4.5), so η in the rate
+    5·10^4), D ≤ 32,000; width panel batch 1000 (T: 4000) and 2·10^4 / 4·10^4 steps of AdamW
+    (T: Adam with weight decay, read as coupled L2) (T: 5·10^5), biases starting at 0 (T: all
+    parameters drawn); why these cuts do not cause N_c's disagreement:
+    ``docs/findings/emergence.md``. The paper preset is T App. C.3 throughout (10 seeds: T
+    Table 5.1 lists "10 different runs"). Choices where T is silent or disagrees with itself:
+    the init std is the table's 0.01 (T's text says 0.001); the data panel's training sets
+    larger than a batch are sampled with replacement (T does not say how); inputs are the raw
+    {0, 1} bits. Conventions: the networks minimise ½-MSE (T Eq 4.5), so η in the rate
     2ηP_s(k)𝓑²S of Eq 5.2 is the SGD learning rate (a trainer using mean-squared error without
     the ½ has twice the effective rate, i.e. half the 𝓑²); R(0) of Eq 5.2 is the multilinear
     model's init a(0) b(0) = σ² (``time_fit_r0=False``), or fitted with 𝓑² (``True``).
@@ -307,6 +315,7 @@ class Config(Training):
     data_steps: int = 25_000
     data_D_1: tuple[int, ...] = (100, 200, 400, 600, 800, 1200, 2000, 4000)
     data_D: tuple[int, ...] = (1000, 2000, 4000, 8000, 16_000, 32_000)
+    data_lr_halving_every: int = 0
     width_lr: float = 1e-3
     width_weight_decay: float = 5e-5
     width_batch: int = 1000
@@ -317,6 +326,11 @@ class Config(Training):
     widths: tuple[int, ...] = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32)
 
     def __post_init__(self):
+        if not isinstance(self.data_lr_halving_every, int) or self.data_lr_halving_every < 0:
+            raise ValueError(
+                "data_lr_halving_every must be a whole number of steps ≥ 0 (0: constant η), "
+                f"got {self.data_lr_halving_every!r}"
+            )
         if self.width_optimizer not in ("adam", "adamw"):
             raise ValueError(
                 f"width_optimizer must be 'adam' or 'adamw' (T: Adam), got {self.width_optimizer!r}"
@@ -339,6 +353,9 @@ SCALES = {
         data_steps=500_000,
         data_D_1=(100, 200, 400, 600, 800, 1000, 1500, 2000, 4000),
         data_D=(1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
+        data_lr_halving_every=50_000,
+        width_optimizer="adam",
+        init_bias=True,
         width_batch=4000,
         width_steps_1=500_000,
         width_steps=500_000,
@@ -457,7 +474,7 @@ def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
         steps=steps,
         eval_every=steps,
         batch=config.data_batch,
-        train=_training.train_config(config),
+        train=data_train_config(config),
         init_std=config.init_std,
         init_bias=config.init_bias,
         n_eval=config.n_eval,
@@ -466,6 +483,16 @@ def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
     )[:, 0, -1]  # (seeds · |D|, n_s) after training
     shape = (config.n_seeds, len(Ds), n_s)
     return {"D": np.asarray(Ds), "d_k": np.asarray(d).reshape(shape), "R": R.reshape(shape)}
+
+
+def data_train_config(config: Config) -> TrainConfig:
+    """The data panel's optimizer: ``config``'s SGD, η halved every ``data_lr_halving_every``
+    steps (T App. C.3) when that is > 0 (the skill trainer counts one step as one epoch)."""
+    if not config.data_lr_halving_every:
+        return _training.train_config(config)
+    return _training.train_config(
+        config, schedule="step", step_every_epochs=config.data_lr_halving_every, step_factor=0.5
+    )
 
 
 def _data_part(config: Config, run_dir: Path | None) -> dict:

@@ -157,3 +157,32 @@ def test_bias_init_and_width_optimizer_readings(monkeypatch):
     assert seen == [("adam", True)]
     with pytest.raises(ValueError, match="width_optimizer"):
         dataclasses.replace(cfg, width_optimizer="sgd")
+
+
+def test_data_panel_halves_the_learning_rate(monkeypatch):
+    """T App. C.3: "For the data emergence experiment, the learning rate was halved every 50,000
+    step" — the data panel's η(s) against η₀ · 2^−⌊s/H⌋ counted directly; 0 keeps η constant."""
+    from nets.step import learning_rate
+
+    cfg = dataclasses.replace(em_exp.SCALES["tiny"], data_lr_halving_every=3)
+    task = make_sparse_parity(jax.random.key(0), 1, 8, 3, 0.6, 5.0, dtype=jnp.float32)
+    program, hp = em_exp.skill_trainer(task, 4, 0.01, em_exp.data_train_config(cfg), steps=10)
+    for s in range(10):
+        want = cfg.lr * 0.5 ** (s // 3)
+        assert float(learning_rate(program, hp, jnp.asarray(s))) == pytest.approx(want, rel=1e-6)
+    flat = em_exp.data_train_config(dataclasses.replace(cfg, data_lr_halving_every=0))
+    assert flat.schedule == "constant"
+    assert em_exp.data_train_config(em_exp.SCALES["paper"]).step_every_epochs == 50_000
+
+    seen = []
+
+    def fake(task, widths, key, *, train, **kw):
+        seen.append((train.schedule, train.step_every_epochs, train.step_factor))
+        n = kw["n_streams"]
+        return np.zeros((n, len(widths), 2, task.n_s))
+
+    monkeypatch.setattr(em_exp, "train_skills", fake)
+    em_exp._data_nets(cfg, 1, cfg.data_D_1, cfg.data_steps_1)
+    assert seen == [("step", 3, 0.5)]
+    with pytest.raises(ValueError, match="data_lr_halving_every"):
+        dataclasses.replace(cfg, data_lr_halving_every=-1)

@@ -63,6 +63,8 @@ def test_tiny_run_writes_results_figures_report(tmp_path):
     assert row["verdict"] != "reproduced" and "not the paper's protocol" in row["criterion"]
     assert (row["reference"]["n"], row["reference"]["p"], row["reference"]["rank"]) == (55, 32, 11)
     assert all(r["dataset"].startswith("a / b mod 11") for r in rows.values())
+    # read off the paper's protocol: the accuracy row names the grid that decided why
+    assert gt.S1_GRID in rows["test accuracy at steps 10 / 40"]["note"]
     # The decomposition's D_LR (full test set) is the logged one (eval subset = full set here).
     d = res["decomposition"]
     assert set(d) == {"10", "40"}
@@ -85,6 +87,23 @@ def test_tiny_run_writes_results_figures_report(tmp_path):
     assert again["decomposition"] == res["decomposition"]
     saved = json.loads((tmp_path / "r" / "decomposition" / "step10.json").read_text())
     assert saved["dlr"] == res["decomposition"]["10"]["dlr"]
+
+
+def test_accuracy_row_at_the_papers_protocol_compares_values():
+    """At S = 1, read at steps 200 / 3,000, the values are judged and the grid note is absent."""
+    cfg = gt.SCALES["paper"]
+    steps = list(range(0, 3001, 100))
+    curves = {
+        "step": steps,
+        "dlr_test": [0.5 if t <= 200 else 0.12 for t in steps],
+        "test_acc": [0.05 if t <= 200 else 0.99 for t in steps],
+    }
+    s = {"step_before": 200, "step_after": 3000, "dlr_before": 0.5, "dlr_after": 0.12}
+    s |= {"test_acc_before": 0.05, "test_acc_after": 0.99}
+    rows = {r["quantity"]: r for r in gt.comparison(s, cfg, 4656, 4656, curves)}
+    acc = rows["test accuracy at steps 200 / 3000"]
+    assert acc["verdict"] == "reproduced" and gt.S1_GRID not in acc["note"]
+    assert rows["test D_LR at steps 200 / 3000"]["verdict"] == "reproduced"
 
 
 def test_bad_decomposition_steps_are_rejected(tmp_path):

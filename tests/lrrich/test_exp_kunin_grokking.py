@@ -16,6 +16,7 @@ TINY = dataclasses.replace(
     width=64,
     alphas=(0.1, 10.0),
     taus=(0.5, 1.0),
+    n_seeds=1,
     batch_size=128,
     steps=120,
     log_every=20,

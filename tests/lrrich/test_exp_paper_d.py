@@ -107,9 +107,11 @@ def test_encoded_labels_three_seeds_report_every_rows_test(tmp_path):
 
 def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
     cfg = target_downscaling.Config(
-        n_train=512, alphas=(1.0, 1000.0), width=32, depth=2, epochs=60, log_points=2, seeds=1
+        n_train=500, alphas=(1.0, 1000.0), width=32, depth=2, epochs=60, log_points=2, seeds=1
     )
     res = run_experiment(target_downscaling.NAME, cfg, tmp_path)
+    # the papers' epochs: 60 · ⌈500 / 128⌉ = 240 steps (drop-last epochs would be 180)
+    assert res["histories"]["1"]["step"][-1] == 240
     _report_ok(tmp_path, ["measures_vs_alpha.png", "dlr_curves.png"])
     table = res["table"]
     assert [r["alpha"] for r in table] == [1.0, 1000.0] and res["tables"] == [table]
@@ -119,7 +121,7 @@ def test_target_downscaling_dlr_grows_with_alpha(tmp_path):
     rows = _comparison_ok(res)
     assert rows["D_LR vs alpha (Spearman)"]["verdict"] == "reproduced"
     ref = rows["D_LR vs alpha (Spearman)"]["reference"]
-    assert (ref["n"], ref["p"], ref["rank"], ref["rank_source"]) == (512, 32, 10, "C")
+    assert (ref["n"], ref["p"], ref["rank"], ref["rank_source"]) == (500, 32, 10, "C")
     assert "on the test features" in rows["NC1 vs alpha, fitted alpha"]["note"]
     _report_prints_every_rows_test(tmp_path, rows.values(), 1)
 
