@@ -252,13 +252,15 @@ def test_channel_normalisation_uses_the_whole_training_splits_statistics():
     np.testing.assert_allclose(sub.x_test, (plain.x_test - mean) / std, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(sub.y_train, plain.y_train)  # the same subset
     full = common.load_task("mnist5k", model="mlp", normalize="channel")
-    assert abs(float(full.x_train.mean())) < 1e-4 and abs(float(full.x_train.std()) - 1) < 1e-4
+    x = full.x_train.astype(np.float64)
+    assert abs(x.mean()) < 1e-5 and abs(x.std() - 1) < 1e-5
     # three channels: each standardised on its own
     rgb = raw._replace(x_train=raw.x_train[:50].repeat(3, -1) * np.array([1.0, 2.0, 0.5]))
     rgb = rgb._replace(x_test=rgb.x_train[:5])
     out = common.normalize_channels(rgb)
-    np.testing.assert_allclose(out.x_train.mean(axis=(0, 1, 2)), 0.0, atol=1e-5)
-    np.testing.assert_allclose(out.x_train.std(axis=(0, 1, 2)), 1.0, atol=1e-5)
+    x = out.x_train.astype(np.float64)  # float64 statistics of the float32 result
+    np.testing.assert_allclose(x.mean(axis=(0, 1, 2)), 0.0, atol=1e-5)
+    np.testing.assert_allclose(x.std(axis=(0, 1, 2)), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="unknown normalize"):
         common.load_task("mnist5k", normalize="imagenet")
     # the paper presets normalise as the papers do (D App. F.4.2); the small scales do not
@@ -278,7 +280,9 @@ def test_train_seeds_equals_one_train_point_per_seed(tmp_path):
         alone = common.train_point(
             "mlp", data, tc, width=16, depth=1, seed=seed, run_dir=tmp_path / f"one{seed}"
         )
-        assert res["dlr"] == alone["dlr"] and res["history"]["loss"] == alone["history"]["loss"]
+        # bitwise equal (train_many steps the seeds one after another); the loss at step 0 is NaN
+        assert res["dlr"] == alone["dlr"]
+        assert res["history"]["loss"][1:] == alone["history"]["loss"][1:]
     assert together[0]["dlr"] != together[1]["dlr"]
     # cached: a second call reads the results back
     again = common.train_seeds(
