@@ -36,7 +36,9 @@ from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "label-shuffling"
-RUNTIME = "1.8 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
+# small-scale `lrrich run` ("CPU": CPU time): 3 seeds stepped one after another in one program,
+# 3 × the 1.8 min CPU measured for one seed
+RUNTIME = "~5.4 min CPU"
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER = {
     "dlr_shuffle0": 0.031,

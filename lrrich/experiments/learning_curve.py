@@ -14,9 +14,11 @@ value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,40
 weight_decays=0,0.0001,0.0005,0.001``.
 
 Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
-class-balanced subsets of the 4,000 real mnist5k training images, 14 networks; 6.9 min wall,
-2.6 min CPU on the 2-core CPU under a load of ~10). ``--scale conv``: LeNet-5, 5 min idle;
-``--scale resnet``: ResNet18 with k = 4, 43 min.
+class-balanced subsets of the 4,000 real mnist5k training images, 14 networks per seed, seeds
+0–2 by default; one seed took 6.9 min wall, 2.6 min CPU on the 2-core CPU under a load of ~10,
+three take about 3× the CPU). ``--scale conv``: LeNet-5, 5 min idle per seed; ``--scale
+resnet``: ResNet18 with k = 4, 43 min per seed; ``--scale fcn``: T Fig 7.6's FCN (width 512,
+three hidden layers, weight decay 1e-3).
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
 flat from n = 100 (no critical n, not reproduced), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
 test D_LR 0.359 → 0.181, falling steadily (direction reproduced); ResNet18 test D_LR 0.190 →
@@ -37,7 +39,9 @@ from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "learning-curve"
-RUNTIME = "2.6 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
+# small-scale `lrrich run` ("CPU": CPU time): 3 seeds stepped one after another in one program,
+# 3 × the 2.6 min CPU measured for one seed (6.9 min wall at load ~10)
+RUNTIME = "~8 min CPU"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
