@@ -289,3 +289,11 @@ def test_train_seeds_equals_one_train_point_per_seed(tmp_path):
         "mlp", data, tc, seeds=[0, 1], width=16, depth=1, run_dir=tmp_path / "many"
     )
     assert [r["dlr"] for r in again] == [r["dlr"] for r in together]
+
+
+def test_learning_curve_fcn_scale_is_t_fig_7_6s_fcn_with_the_small_protocol():
+    exp = registry.get("learning-curve")
+    fcn, small = exp.config("fcn"), exp.config("small")
+    # T Fig 7.6: "FCN of width 512 and depth 4" (four weight layers), T §2.4 weight decay 1e-3
+    assert (fcn.model, fcn.width, fcn.depth, fcn.weight_decays) == ("mlp", 512, 3, (1e-3,))
+    assert dataclasses.replace(fcn, width=256, depth=2, weight_decays=(0.0, 1e-3)) == small
