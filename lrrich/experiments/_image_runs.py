@@ -19,10 +19,11 @@ extra; never downloaded here). Grey images are shaped for the model: flat vector
 
 Input normalisation (:data:`NORMALIZATIONS`, the ``normalize`` field): ``'none'`` feeds the
 pixels as the loader gives them ([0, 1]); ``'channel'`` subtracts the per-channel mean and divides
-by the per-channel standard deviation of the whole training split (D App. F.4.2: "standard
-normalization with mean and standard deviation for each channels"; one channel for grey images,
-taken over all pixels, padding included). The paper presets (:func:`paper_scale`) use
-``'channel'``; the small scales keep ``'none'`` unless an experiment says otherwise.
+by the per-channel standard deviation of the whole training split (D App. F.4.2, for CIFAR-10/100:
+"standard normalization with mean and standard deviation for each channels"; one channel for
+grey images, taken over all pixels, padding included). The CIFAR paper presets
+(:func:`paper_scale`) use ``'channel'``; the small scales keep ``'none'`` unless an experiment
+says otherwise (``--set normalize=channel``).
 """
 
 from __future__ import annotations
@@ -106,9 +107,9 @@ def paper_scale(config_cls: type, dataset: str, **fields):
 
     The papers' common setting (D App. F.4, T §2.4): the whole training split of ``dataset``,
     width 64 (ResNet18's k, VGG16's first block, the MLP's hidden width), standard CIFAR
-    augmentation, per-channel input normalisation (D App. F.4.2) and a checkpoint every 2,000
-    steps so an accelerator run can resume. ``fields`` set the experiment's own values and win
-    over these.
+    augmentation, per-channel input normalisation on CIFAR (D App. F.4.2, under "CIFAR-10/100";
+    the papers state none for MNIST) and a checkpoint every 2,000 steps so an accelerator run
+    can resume. ``fields`` set the experiment's own values and win over these.
     """
     common = dict(
         dataset=dataset,
@@ -116,7 +117,7 @@ def paper_scale(config_cls: type, dataset: str, **fields):
         width=64,
         augment="cifar",
         checkpoint_every=2_000,
-        normalize="channel",
+        normalize="channel" if dataset.startswith("cifar") else "none",
     )
     return config_cls(**{**common, **fields})
 
