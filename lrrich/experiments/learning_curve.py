@@ -22,7 +22,8 @@ three hidden layers, weight decay 1e-3).
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
 flat from n = 100 (no critical n, not reproduced), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
 test D_LR 0.359 → 0.181, falling steadily (direction reproduced); ResNet18 test D_LR 0.190 →
-0.082, below 0.1 from n = 1,000 (reproduced), 0.067 with λ = 1e-3.
+0.082, below 0.1 from n = 1,000 (reproduced), 0.067 with λ = 1e-3. Seeds 0–2 at n = 4,000,
+λ = 0: MLP 0.169 ± 0.019; ``--scale fcn`` (λ = 1e-3) 0.115 ± 0.003, above 0.1 in every seed.
 
 Findings (the MLP's flat curve, training length, the ResNet at small n):
 ``docs/findings/learning_curve.md``.
