@@ -16,6 +16,14 @@ fixed 4,000 / 1,000 split; the default for the MNIST experiments), ``'fashion_mn
 tests only), ``'mnist'``, ``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]``
 extra; never downloaded here). Grey images are shaped for the model: flat vectors for the MLP,
 28×28×1 for LeNet-5, zero-padded 32×32×1 for ResNet18 and VGG16 (CIFAR-sized inputs).
+
+Input normalisation (:data:`NORMALIZATIONS`, the ``normalize`` field): ``'none'`` feeds the
+pixels as the loader gives them ([0, 1]); ``'channel'`` subtracts the per-channel mean and divides
+by the per-channel standard deviation of the whole training split (D App. F.4.2, for CIFAR-10/100:
+"standard normalization with mean and standard deviation for each channels"; one channel for
+grey images, taken over all pixels, padding included). The CIFAR paper presets
+(:func:`paper_scale`) use ``'channel'``; the small scales keep ``'none'`` unless an experiment
+says otherwise (``--set normalize=channel``).
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from lrrich.experiments._training import Training
 
 DATASETS = ("mnist5k", "fashion_mnist", "digits", "digits32", "mnist", "cifar10", "cifar100")
 MODELS = ("mlp", "lenet5", "resnet18", "vgg16", "vgg16_bn")
+NORMALIZATIONS = ("none", "channel")
+"""Input normalisations of :func:`load_task` (module docstring)."""
 _LAYOUT = {"mlp": "flat", "lenet5": "image", "resnet18": "padded", "vgg16": "padded"}
 """Input layout of the 28×28 grey datasets per model (``vgg16_bn`` as ``vgg16``)."""
 
@@ -57,6 +67,8 @@ class ImageTraining(Training):
       output_scale: ε, the network output is multiplied by ε (D App. F.4).
       augment: ``'cifar'`` (random crop + flip) or ``'none'``.
       checkpoint_every: optimizer steps between orbax checkpoints (0: none), for ``--resume``.
+      normalize: input normalisation, one of :data:`NORMALIZATIONS` (module docstring; the
+        papers: ``'channel'``, D App. F.4.2).
     """
 
     dataset: str = "mnist5k"
@@ -70,6 +82,7 @@ class ImageTraining(Training):
     output_scale: float = 1.0
     augment: str = "none"
     checkpoint_every: int = 0
+    normalize: str = "none"
 
 
 def train_config(config: ImageTraining, n_train: int, **overrides):
@@ -94,22 +107,32 @@ def paper_scale(config_cls: type, dataset: str, **fields):
 
     The papers' common setting (D App. F.4, T §2.4): the whole training split of ``dataset``,
     width 64 (ResNet18's k, VGG16's first block, the MLP's hidden width), standard CIFAR
-    augmentation, and a checkpoint every 2,000 steps so an accelerator run can resume.
-    ``fields`` set the experiment's own values and win over these.
+    augmentation, per-channel input normalisation on CIFAR (D App. F.4.2, under "CIFAR-10/100";
+    the papers state none for MNIST) and a checkpoint every 2,000 steps so an accelerator run
+    can resume. ``fields`` set the experiment's own values and win over these.
     """
-    common = dict(dataset=dataset, n_train=None, width=64, augment="cifar", checkpoint_every=2_000)
+    common = dict(
+        dataset=dataset,
+        n_train=None,
+        width=64,
+        augment="cifar",
+        checkpoint_every=2_000,
+        normalize="channel" if dataset.startswith("cifar") else "none",
+    )
     return config_cls(**{**common, **fields})
 
 
 def load_data(config, model: str):
-    """:func:`load_task` of ``config``'s ``dataset``, ``n_train``, ``seed`` and ``data_dir``
-    (an :class:`ImageTraining` or any config with those fields), shaped for ``model``."""
+    """:func:`load_task` of ``config``'s ``dataset``, ``n_train``, ``seed``, ``data_dir`` and
+    ``normalize`` (an :class:`ImageTraining` or any config with those fields; ``normalize``
+    defaults to ``'none'``), shaped for ``model``."""
     return load_task(
         config.dataset,
         model=model,
         n_train=config.n_train,
         seed=config.seed,
         data_dir=config.data_dir,
+        normalize=getattr(config, "normalize", "none"),
     )
 
 
@@ -132,6 +155,7 @@ def load_task(
     n_train: int | None = None,
     seed: int = 0,
     data_dir: str | None = None,
+    normalize: str = "none",
 ):
     """The dataset of an experiment as a :class:`nets.data.Dataset` shaped for ``model``.
 
@@ -141,7 +165,50 @@ def load_task(
       n_train: keep a seeded, class-balanced subset of this many training examples (None: all).
       seed: NumPy seed of the subset.
       data_dir: data folder for Fashion-MNIST (IDX) or MNIST / CIFAR (TFDS).
+      normalize: one of :data:`NORMALIZATIONS`; ``'channel'`` standardises with the per-channel
+        statistics of the whole training split (before the subset), :func:`normalize_channels`.
     """
+    if normalize not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalize {normalize!r}; choose one of {list(NORMALIZATIONS)}")
+    data = _load_task(dataset, model=model, n_train=None, seed=seed, data_dir=data_dir)
+    if normalize == "channel" and data.name != "digits32":  # digits32 is standardised already
+        data = normalize_channels(data)
+    from nets.data import take_train
+
+    return take_train(data, n_train, seed)
+
+
+def normalize_channels(data):
+    r"""``data`` with every input channel standardised by the training split's statistics.
+
+    .. math:: x_{\cdot c} \mapsto (x_{\cdot c} - \mu_c) / \sigma_c,\quad
+       \mu_c, \sigma_c = \text{mean, std of channel } c \text{ over all training images and
+       pixels}
+
+    (D App. F.4.2's "standard normalization with mean and standard deviation for each
+    channels"). Images (n, H, W, C) have C channels; flat inputs (n, d) of grey images are one
+    channel (the statistics over all of their entries).
+
+    Args:
+      data: a :class:`nets.data.Dataset` of images (n, H, W, C) or flat grey images (n, d).
+
+    Returns:
+      the dataset with ``x_train`` and ``x_test`` standardised (float32), labels untouched.
+    """
+    x = np.asarray(data.x_train, np.float64)
+    axes = tuple(range(x.ndim - 1)) if x.ndim == 4 else tuple(range(x.ndim))
+    mean, std = x.mean(axis=axes), x.std(axis=axes)
+    if np.any(std == 0):
+        raise ValueError("a channel is constant over the training images: cannot standardise it")
+
+    def scale(a):
+        return ((np.asarray(a, np.float64) - mean) / std).astype(np.float32)
+
+    return data._replace(x_train=scale(data.x_train), x_test=scale(data.x_test))
+
+
+def _load_task(dataset: str, *, model: str, n_train: int | None, seed: int, data_dir):
+    """:func:`load_task` without normalisation."""
     from nets.data import idx, load, load_digits, take_train
 
     if dataset not in DATASETS:
@@ -325,21 +392,11 @@ def train_point(
     from nets import train
 
     run_dir = Path(run_dir)
-    key = {
-        "model": model_name,
-        "width": width,
-        "depth": depth,
-        "seed": seed,
-        "init": init,
-        # the labels' hash tells shuffled from clean labels and subsets apart
-        "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
-        "train": dataclasses.asdict(train_config),
-    }
+    key = _point_key(model_name, data, train_config, width, depth, seed, init)
     cache = run_dir / "point.json"
-    if cache.exists():
-        cached = io.read_json(cache)
-        if cached.get("key") == json.loads(json.dumps(key)):
-            return cached["result"]
+    cached = _cached(run_dir, key)
+    if cached is not None:
+        return cached
     if model_name == "mlp" and data.x_train.ndim > 2:
         data = _flat(data)
     extra = {} if init is None else {"init": init}
@@ -362,6 +419,101 @@ def train_point(
     res["train_seconds"] = hist.train_time + hist.compile_time
     io.write_json(cache, {"key": key, "result": res})
     return res
+
+
+def train_seeds(
+    model_name: str,
+    data,
+    train_config,
+    *,
+    seeds,
+    width: int,
+    depth: int = 2,
+    run_dir: Path,
+    checkpoint_every: int = 0,
+) -> list[dict]:
+    """:func:`train_point` for each seed of ``seeds``, the seeds trained together.
+
+    Seed s initialises its network from ``nnx.Rngs(s)`` and orders its minibatches by
+    ``jax.random.key(s)``; the data (subset, shuffled labels) are the same for all seeds. The
+    seeds share one program (:func:`nets.train_many`, stepped one after another inside it:
+    ``vectorize=False``, bitwise equal to each seed's own :func:`nets.train`), so they cost about
+    one compilation. With ``checkpoint_every`` > 0 (a resumable accelerator run) or one seed, each
+    seed is a plain :func:`train_point`. Each seed's result is cached in
+    ``run_dir/seed_<s>/point.json`` as :func:`train_point` does.
+
+    Returns:
+      one :func:`train_point` result per seed, in the order of ``seeds``.
+    """
+    from nets import train_many
+
+    seeds, run_dir = list(seeds), Path(run_dir)
+    dirs = [run_dir / f"seed_{s}" for s in seeds]
+    if len(seeds) == 1 or checkpoint_every > 0:
+        return [
+            train_point(
+                model_name,
+                data,
+                train_config,
+                width=width,
+                depth=depth,
+                seed=s,
+                run_dir=d,
+                checkpoint_every=checkpoint_every,
+            )
+            for s, d in zip(seeds, dirs, strict=True)
+        ]
+    keys = [_point_key(model_name, data, train_config, width, depth, s, None) for s in seeds]
+    cached = [_cached(d, k) for d, k in zip(dirs, keys, strict=True)]
+    if all(c is not None for c in cached):
+        return cached
+    if model_name == "mlp" and data.x_train.ndim > 2:
+        data = _flat(data)
+    models = [build_model(model_name, data, width=width, depth=depth, seed=s) for s in seeds]
+    models, hists = train_many(
+        models,
+        data,
+        [train_config] * len(seeds),
+        [jax.random.key(s) for s in seeds],
+        progress=True,
+        vectorize=False,
+    )
+    out = []
+    for model, hist, d, key in zip(models, hists, dirs, keys, strict=True):
+        res = measure(model, data, train_config.output_scale)
+        res["history"] = {
+            k: hist.column(k).tolist()
+            for k in ("step", "epoch", "loss", "train_acc", "test_acc", "dlr_train", "dlr_test")
+        }
+        res["train_seconds"] = hist.train_time + hist.compile_time
+        d.mkdir(parents=True, exist_ok=True)
+        io.write_json(d / "point.json", {"key": key, "result": res})
+        out.append(res)
+    return out
+
+
+def _point_key(model_name, data, train_config, width, depth, seed, init) -> dict:
+    """What a cached point must match: model, size, seed, data (labels' hash) and training."""
+    return {
+        "model": model_name,
+        "width": width,
+        "depth": depth,
+        "seed": seed,
+        "init": init,
+        # the labels' hash tells shuffled from clean labels and subsets apart
+        "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
+        "train": dataclasses.asdict(train_config),
+    }
+
+
+def _cached(run_dir: Path, key: dict) -> dict | None:
+    """The result cached in ``run_dir/point.json`` when its key matches ``key`` (else None)."""
+    cache = Path(run_dir) / "point.json"
+    if cache.exists():
+        cached = io.read_json(cache)
+        if cached.get("key") == json.loads(json.dumps(key)):
+            return cached["result"]
+    return None
 
 
 def point_summary(res: dict, suffix: str = "") -> dict:

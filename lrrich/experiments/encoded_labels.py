@@ -76,6 +76,9 @@ class Config(common.ImageTraining, _training.Seeds):
       eval_size: fixed train / test images per log point for those curves (the summary uses
         the full sets). With nets' default 2,048 (2,048 + 1,000 images) the rich run's 20 log
         points took 5.8 % of it, with 768 3.8 %.
+      modes: which halves to train, ``('rich', 'lazy')`` (default; the comparison needs both) or
+        one of them (e.g. ``modes=rich`` for the data-size runs of
+        ``docs/findings/encoded_labels.md``: the summary only, no comparison rows).
     """
 
     dataset: str = "mnist5k"
@@ -89,6 +92,7 @@ class Config(common.ImageTraining, _training.Seeds):
     code_seed: int = 0
     log_points: int = 20
     eval_size: int = 768
+    modes: tuple[str, ...] = ("rich", "lazy")
 
 
 SCALES = {
@@ -107,6 +111,9 @@ def run(config: Config, run_dir: Path) -> dict:
     accuracies, D_LR and code agreement (``per_seed``: each seed's)."""
     from nets import encode_labels
 
+    bad = [m for m in config.modes if m not in dict(MODES)]
+    if bad or not config.modes:
+        raise ValueError(f"modes must be a non-empty subset of {[m for m, _ in MODES]}, got {bad}")
     data = common.load_data(config, "mlp")
     data = encode_labels(data, value=config.code_value, seed=config.code_seed)
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
@@ -125,7 +132,9 @@ def run(config: Config, run_dir: Path) -> dict:
         "per_seed": per_seed,
         "histories": histories,
         "dataset": {"name": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)},
-        "comparison": comparison(per_seed, config, data, total),
+        "comparison": comparison(per_seed, config, data, total)
+        if set(config.modes) == set(dict(MODES))
+        else [],
     }
 
 
@@ -138,6 +147,8 @@ def _train_seed(config: Config, data, seed: int, total: int, run_dir: Path):
     code_test = np.asarray(data.x_test).reshape(len(data.x_test), -1)[:, :c].argmax(1)
     summary, histories = {}, {}
     for mode, last_only in MODES:
+        if mode not in config.modes:
+            continue
         model0 = common.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
         model, hist = train(
             model0,

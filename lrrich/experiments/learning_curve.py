@@ -14,13 +14,16 @@ value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,40
 weight_decays=0,0.0001,0.0005,0.001``.
 
 Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
-class-balanced subsets of the 4,000 real mnist5k training images, 14 networks; 6.9 min wall,
-2.6 min CPU on the 2-core CPU under a load of ~10). ``--scale conv``: LeNet-5, 5 min idle;
-``--scale resnet``: ResNet18 with k = 4, 43 min.
+class-balanced subsets of the 4,000 real mnist5k training images, 14 networks per seed, seeds
+0–2 by default; one seed took 6.9 min wall, 2.6 min CPU on the 2-core CPU under a load of ~10,
+three take about 3× the CPU). ``--scale conv``: LeNet-5, 5 min idle per seed; ``--scale
+resnet``: ResNet18 with k = 4, 43 min per seed; ``--scale fcn``: T Fig 7.6's FCN (width 512,
+three hidden layers, weight decay 1e-3).
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
 flat from n = 100 (no critical n, not reproduced), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
 test D_LR 0.359 → 0.181, falling steadily (direction reproduced); ResNet18 test D_LR 0.190 →
-0.082, below 0.1 from n = 1,000 (reproduced), 0.067 with λ = 1e-3.
+0.082, below 0.1 from n = 1,000 (reproduced), 0.067 with λ = 1e-3. Seeds 0–2 at n = 4,000,
+λ = 0: MLP 0.169 ± 0.019; ``--scale fcn`` (λ = 1e-3) 0.115 ± 0.003, above 0.1 in every seed.
 
 Findings (the MLP's flat curve, training length, the ResNet at small n):
 ``docs/findings/learning_curve.md``.
@@ -33,11 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.experiments import _comparison
+from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "learning-curve"
-RUNTIME = "2.6 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
+# small-scale `lrrich run` ("CPU": CPU time): 3 seeds stepped one after another in one program,
+# 3 × the 2.6 min CPU measured for one seed (6.9 min wall at load ~10)
+RUNTIME = "~8 min CPU"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
@@ -46,7 +51,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining):
+class Config(common.ImageTraining, _training.Seeds):
     """Learning-curve settings. Paper: D App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
 
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
@@ -56,7 +61,14 @@ class Config(common.ImageTraining):
     Small-scale deviations: real MNIST — class-balanced subsets of the 4,000 ``mnist5k``
     training images (1,000 test images) — and a 2-hidden-layer ReLU MLP of width 256 instead of
     CIFAR-10 and ResNet18 (LeNet-5 at lr 0.05 is ``--scale conv``, ~6× the cost per step on a CPU),
-    lr 0.5, 100 epochs at n = 4,000 (3,100 steps; schedule every 40), no augmentation.
+    lr 0.5, 100 epochs at n = 4,000 (3,100 steps; schedule every 40), no augmentation, raw
+    [0, 1] pixels (``normalize='none'``; the paper preset standardises per channel, D App.
+    F.4.2). ``--scale fcn`` is T Fig 7.6's FCN ("FCN of width 512 and depth 4 … reaches the MF
+    regime on MNIST dataset"): **Decision:** "depth 4" read as four weight layers, i.e. three
+    hidden ReLU layers of width 512 (the thesis's "4-layer FCN"), weight decay 1e-3 (T §2.4),
+    otherwise the small protocol. Seeds: ``seeds`` networks per (n, λ) (initialisation and
+    minibatch order ``seed``, ``seed + 1``, …) on the same nested subsets (drawn with
+    ``seed``), trained together (``_image_runs.train_seeds``).
 
     Attributes:
       model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'``, …
@@ -90,6 +102,8 @@ SCALES = {
     # the paper's model at k = 4 with mf-regime's protocol (60 epochs at n = 4,000, 1,860 steps
     # per network, lr × 0.2 every 18 epochs): ~3 min per network, 43 min on the 2-core CPU
     "resnet": Config(model="resnet18", width=4, lr=0.05, epochs=60, step_every_epochs=18),
+    # T Fig 7.6's FCN on MNIST: width 512, 4 weight layers, weight decay 1e-3
+    "fcn": Config(width=512, depth=3, weight_decays=(1e-3,)),
     "paper": common.paper_scale(
         Config,
         "cifar10",
@@ -114,14 +128,17 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.n_trains or not config.weight_decays:
         raise ValueError("n_trains and weight_decays must each hold at least one value")
-    full = common.load_task(config.dataset, model=config.model, data_dir=config.data_dir)
+    full = common.load_task(
+        config.dataset, model=config.model, data_dir=config.data_dir, normalize=config.normalize
+    )
+    seeds = _training.seed_list(config)
     bad = [n for n in config.n_trains if not 1 <= n <= len(full.x_train)]
     if bad:
         raise ValueError(f"n_trains entries must be in [1, {len(full.x_train)}], got {bad}")
     n_max = max(config.n_trains)
     # nested class-balanced subsets: the first n of one seeded stratified order
     order = stratified_order(full.y_train, config.seed)
-    points, summary = {}, {}
+    points, per_seed, summary = {}, {}, {}
     for wd in config.weight_decays:
         for n in sorted(config.n_trains):
             keep = np.sort(order[:n])
@@ -141,19 +158,27 @@ def run(config: Config, run_dir: Path) -> dict:
                 ),
                 step_factor=0.2,
             )
-            res = common.train_point(
+            runs = common.train_seeds(
                 config.model,
                 data,
                 tc,
+                seeds=seeds,
                 width=config.width,
                 depth=config.depth,
-                seed=config.seed,
                 run_dir=Path(run_dir) / f"n{n}_wd{common.tag(wd)}",
                 checkpoint_every=config.checkpoint_every,
             )
-            res.update(n_train=n, weight_decay=wd)
-            res.pop("decomposition", None)  # only D_LR and accuracy are plotted here
-            points[f"n={n}, wd={common.tag(wd)}"] = res
+            for r in runs:
+                r.update(n_train=n, weight_decay=wd)
+                r.pop("decomposition", None)  # only D_LR and accuracy are plotted here
+            label = f"n={n}, wd={common.tag(wd)}"
+            per_seed[label] = [common.point_summary(r) for r in runs]
+            # the seed mean of each headline number; curves and sizes of the first seed
+            res = {
+                **runs[0],
+                **{k: float(np.mean([p[k] for p in per_seed[label]])) for k in per_seed[label][0]},
+            }
+            points[label] = res
             summary.update(common.point_summary(res, f"_n{n}_wd{common.tag(wd)}"))
     pts = list(points.values())
     if len(pts) == 1:
@@ -175,10 +200,12 @@ def run(config: Config, run_dir: Path) -> dict:
             f"{p['dlr']:.3f} (λ={common.tag(p['weight_decay'])})" for p in sel
         )
         summary["D_LR vs weight decay"] += f" at n={n_max}"
+    summary["seeds"] = len(seeds)
     return {
         "summary": summary,
         "points": points,
-        "comparison": comparison(points, config, full, n_max),
+        "per_seed": per_seed,
+        "comparison": comparison(points, per_seed, config, full, n_max),
     }
 
 
@@ -194,23 +221,30 @@ _WD_CLAIM = (
 )
 
 
-def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
-    """Paper vs measured (D Fig 5, T Fig 7.1–7.2(b)), one seed (``config.seed``).
+def comparison(points: dict, per_seed: dict, config: Config, full, n_max: int) -> list[dict]:
+    """Paper vs measured (D Fig 5, T Fig 7.1–7.2(b)), judged over the seeds of ``per_seed``.
 
     D_LR vs n: reproduced when the smallest n is outside the MF regime (D_LR ≥ 0.1, the EF
     side) and, from some critical n on, every larger n is inside it (D_LR < 0.1), each side
-    decided by :func:`~lrrich.experiments._comparison.below` — one seed decides only farther than
-    the seed spread ``dlr_seed_spread`` from 0.1, so a crossing at 0.099 is inconclusive;
-    direction reproduced when D_LR falls steadily with n (Spearman rank correlation ≤ −0.8).
-    D_LR vs weight decay at the largest n: the largest λ gives a smaller D_LR than the
-    smallest (:func:`~lrrich.experiments._comparison.ordered`, one seed beyond the spread).
+    decided over the seeds by :func:`~lrrich.experiments._comparison.below` (below in every
+    seed, else a one-sided Welch t test; one seed decides only farther than ``dlr_seed_spread``
+    from 0.1), so a single crossing at 0.099 is inconclusive; direction reproduced when the
+    seed-mean D_LR falls steadily with n (Spearman rank correlation ≤ −0.8). D_LR vs weight
+    decay at the largest n: the largest λ gives a smaller D_LR than the smallest
+    (:func:`~lrrich.experiments._comparison.ordered`, paired by seed).
     """
     cmp = _comparison
     dataset = f"{full.name} (subsets of {len(full.x_train):,} / {len(full.x_test):,} test)"
+    n_seeds = len(next(iter(per_seed.values())))
     scale = (
-        f"{config.model}, {config.epochs} epochs at n = {n_max}, SGD lr {config.lr:g}, "
-        f"seed {config.seed}"
+        f"{config.model} (width {config.width}, depth {config.depth}), {config.epochs} epochs "
+        f"at n = {n_max}, SGD lr {config.lr:g}, inputs normalize={config.normalize}, "
+        f"{n_seeds} seed" + ("s" if n_seeds > 1 else "")
     )
+
+    def seeds_of(p, key="dlr"):
+        return [r[key] for r in per_seed[f"n={p['n_train']}, wd={common.tag(p['weight_decay'])}"]]
+
     pts = list(points.values())
     rows = []
     mf = cmp.MF_BOUNDARY
@@ -218,7 +252,7 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
     sel = sorted((p for p in pts if p["weight_decay"] == wd0), key=lambda p: p["n_train"])
     if len(sel) > 1:
         first, last = sel[0], sel[-1]
-        inside = [cmp.below([p["dlr"]], mf) for p in sel]
+        inside = [cmp.below(seeds_of(p), mf) for p in sel]
         # the critical n: the first n from which every larger n is decidedly in the MF regime
         k = next((i for i in range(len(sel)) if all(x is True for x in inside[i:])), None)
         ef_first = None if inside[0] is None else not inside[0]
@@ -234,40 +268,66 @@ def comparison(points: dict, config: Config, full, n_max: int) -> list[dict]:
             cmp.row(
                 f"D_LR vs n (lambda = {common.tag(wd0)})",
                 "EF (D_LR >= 0.1) below a critical n, MF (< 0.1) beyond it",
-                ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel),
+                ", ".join(f"{cmp.mean_std(seeds_of(p), '.3f')} (n={p['n_train']})" for p in sel),
                 dataset=dataset,
                 scale=scale,
                 verdict=cmp.judge(transition, bool(rho <= -0.8)),
                 criterion=f"{_N_CLAIM}. Reproduced: D_LR >= {mf} at the smallest n and < {mf} "
-                "at every n from a critical n on; direction: D_LR falls steadily with n "
-                "(Spearman(n, D_LR) <= -0.8)",
+                "at every n from a critical n on, each decided over the seeds; direction: the "
+                "seed-mean D_LR falls steadily with n (Spearman(n, D_LR) <= -0.8)",
                 tolerance=f"each side of the boundary: {cmp.threshold_test(mf)}",
-                values={f"n={p['n_train']}": [p["dlr"]] for p in sel},
+                values={f"n={p['n_train']}": seeds_of(p) for p in sel},
                 reference=cmp.rf_reference(len(full.x_test), last["n_features"], full.num_classes),
                 note=f"first n from which D_LR is decidedly < {mf}: {critical}; Spearman(n, "
                 f"D_LR) {rho:+.2f}; test error {1 - first['test_acc']:.1%} -> "
-                f"{1 - last['test_acc']:.1%}",
+                f"{1 - last['test_acc']:.1%} (seed means)",
             )
         )
     big = sorted((p for p in pts if p["n_train"] == n_max), key=lambda p: p["weight_decay"])
     if len(big) > 1:
-        smaller = cmp.ordered([big[-1]["dlr"]], [big[0]["dlr"]], one_seed_spread="dlr_seed_spread")
+        smaller = cmp.ordered(
+            seeds_of(big[-1]), seeds_of(big[0]), one_seed_spread="dlr_seed_spread"
+        )
         rows.append(
             cmp.row(
                 f"D_LR vs weight decay (n = {n_max})",
                 "smaller with larger weight decay",
-                ", ".join(f"{p['dlr']:.3f} (wd {common.tag(p['weight_decay'])})" for p in big),
+                ", ".join(
+                    f"{cmp.mean_std(seeds_of(p), '.3f')} (wd {common.tag(p['weight_decay'])})"
+                    for p in big
+                ),
                 dataset=dataset,
                 scale=scale,
                 verdict=cmp.holds(smaller),
                 criterion=f"{_WD_CLAIM}. Reproduced: D_LR at the largest weight decay below "
                 "that at the smallest",
                 tolerance=cmp.ORDER_TEST_ONE_SEED,
-                values={f"wd={common.tag(p['weight_decay'])}": [p["dlr"]] for p in big},
+                values={f"wd={common.tag(p['weight_decay'])}": seeds_of(p) for p in big},
                 reference=cmp.rf_reference(
                     len(full.x_test), big[-1]["n_features"], full.num_classes
                 ),
-                note="test accuracy " + ", ".join(f"{p['test_acc']:.1%}" for p in big),
+                note="test accuracy "
+                + ", ".join(cmp.mean_std(seeds_of(p, "test_acc"), ".1%") for p in big),
+            )
+        )
+    if len(sel) == 1 and len(big) == 1:
+        # one (n, λ): whether it is in the MF regime (T Fig 7.6: the FCN on MNIST "reaches the
+        # MF regime")
+        p = sel[0]
+        rows.append(
+            cmp.row(
+                f"D_LR at n = {p['n_train']} (lambda = {common.tag(wd0)})",
+                "< 0.1 (MF regime) at large n",
+                cmp.mean_std(seeds_of(p), ".3f"),
+                dataset=dataset,
+                scale=scale,
+                verdict=cmp.holds(cmp.below(seeds_of(p), mf)),
+                criterion=f"{_N_CLAIM}; T Fig 7.6: 'FCN of width 512 and depth 4 … reaches the "
+                f"MF regime on MNIST dataset'. Reproduced: D_LR < {mf}",
+                tolerance=cmp.threshold_test(mf),
+                values=seeds_of(p),
+                reference=cmp.rf_reference(len(full.x_test), p["n_features"], full.num_classes),
+                note=f"test accuracy {cmp.mean_std(seeds_of(p, 'test_acc'), '.1%')}",
             )
         )
     return rows

@@ -2,6 +2,7 @@
 small slices of the real mnist5k digits: results structure, figures, report, the paper-vs-measured
 rows and — where a tiny run shows it — the direction."""
 
+import dataclasses
 import math
 import re
 
@@ -183,25 +184,51 @@ def test_target_downscaling_rejects_bad_alphas(tmp_path):
 
 def test_wd_tiny_lr_shrinks_without_learning(tmp_path):
     cfg = weight_decay_tiny_lr.Config(
-        n_train=1000, width=64, depth=2, epochs=40, weight_decay=3.0, log_points=4
+        n_train=1000, width=64, depth=2, epochs=40, weight_decay=3.0, log_points=4, seeds=2
     )
     res = run_experiment(weight_decay_tiny_lr.NAME, cfg, tmp_path)
-    s = res["summary"]
+    s, first = res["summary"], res["per_seed"][0]
     _report_ok(tmp_path, ["measures_vs_step.png"])
+    assert [p["seed"] for p in res["per_seed"]] == [0, 1] and s["seeds"] == 2
     assert s["train_acc_final"] < 0.2  # nothing learned
-    # ‖θ‖² follows the pure decay (1 − ηλ)^{2t} up to the tiny gradient steps.
+    # ‖θ‖² follows the pure decay (1 − ηλ)^{2t} up to the tiny gradient steps, in every seed.
     expected = (1 - cfg.lr * cfg.weight_decay) ** (2 * res["steps_total"])
-    assert s["param_norm_ratio_f64_final"] == pytest.approx(expected, rel=0.05)
+    for p in res["per_seed"]:
+        assert p["param_norm_ratio_f64_final"] == pytest.approx(expected, rel=0.05)
+    assert s["param_norm_ratio_f64_final"] == pytest.approx(
+        np.mean([p["param_norm_ratio_f64_final"] for p in res["per_seed"]])
+    )
     assert s["s_init_f64_final"] > 0.01  # the kernel moved: "richer" by S_init
     assert len(res["curves"]["step"]) == 5
     assert io.read_json(tmp_path / "results.json")["summary"]["dlr_init"] == s["dlr_init"]
     rows = _comparison_ok(res)
     assert rows["train / test accuracy final"]["verdict"] != "not reproduced"
+    assert all(r["n_seeds"] == 2 for r in rows.values())
     finite = [v for v in res["curves"]["dlr"] if math.isfinite(v)]
-    assert s["dlr_last_defined"] == finite[-1]
+    assert first["dlr_last_defined"] == finite[-1]  # the curves are the first seed's
     # NC1 of θ₀ shrunk to the same norm (nothing learned) starts at the network's own NC1
-    assert res["curves"]["nc1_shrink"][0] == pytest.approx(s["nc1_f64_init"], rel=1e-9)
+    assert res["curves"]["nc1_shrink"][0] == pytest.approx(first["nc1_f64_init"], rel=1e-9)
     assert "shrunk uniformly" in rows["NC1 init -> final"]["note"]
+    # both readings of D Fig 2(a)'s second row (1.0 -> 0.20) are compared, each per seed
+    norm = rows["‖θ‖² / ‖θ₀‖² init -> final (second row read as the parameter norm)"]
+    kernel = rows["kernel similarity 1 - S_init final (second row read as the kernel similarity)"]
+    assert norm["paper"] == kernel["paper"] == "1.0 -> 0.20"
+    assert norm["values"] == [p["param_norm_ratio_final"] for p in res["per_seed"]]
+    assert kernel["values"] == [1 - p["s_init_final"] for p in res["per_seed"]]
+    _report_prints_every_rows_test(tmp_path, rows.values(), 2)
+
+
+def test_encoded_labels_trains_one_mode_when_asked(tmp_path):
+    cfg = encoded_labels.Config(n_train=256, width=16, depth=1, epochs=2, log_points=1, seeds=1)
+    res = run_experiment(
+        encoded_labels.NAME, dataclasses.replace(cfg, modes=("rich",)), tmp_path / "rich"
+    )
+    assert "rich_dlr" in res["summary"] and "lazy_dlr" not in res["summary"]
+    assert res["comparison"] == []  # the rows compare rich with lazy
+    with pytest.raises(ValueError, match="modes"):
+        run_experiment(
+            encoded_labels.NAME, dataclasses.replace(cfg, modes=("richer",)), tmp_path / "bad"
+        )
 
 
 def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():

@@ -26,13 +26,14 @@ TINY = {
         n_train=256,
         shuffle_fractions=(0.0, 1.0),
         epochs=2,
+        seeds=2,
     ),
     "vgg-batchnorm": dict(dataset="mnist5k", width=2, n_train=128, epochs=1, batch_size=64),
     "resnet-lr": dict(
         dataset="mnist5k", width=2, n_train=128, epochs=1, batch_size=64, lrs=(0.01, 0.1)
     ),
     "learning-curve": dict(
-        model="mlp", width=32, n_trains=(64, 256), weight_decays=(0.0, 0.01), epochs=2
+        model="mlp", width=32, n_trains=(64, 256), weight_decays=(0.0, 0.01), epochs=2, seeds=2
     ),
 }
 PAPER_DATA = {
@@ -89,7 +90,7 @@ def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
     conv = exp.config("conv")
     assert (conv.model, conv.lr) == ("lenet5", 0.05)
     assert dataclasses.replace(conv, model="mlp", lr=0.5) == exp.config("small")  # same protocol
-    cfg = dataclasses.replace(conv, n_trains=(64, 256), weight_decays=(0.0,), epochs=2)
+    cfg = dataclasses.replace(conv, n_trains=(64, 256), weight_decays=(0.0,), epochs=2, seeds=1)
     res = run_experiment(exp, cfg, tmp_path / "run")
     assert [p["n_features"] for p in res["points"].values()] == [84, 84]  # LeNet-5's Φ
     assert all(0.0 <= p["dlr"] <= 1.0 for p in res["points"].values())
@@ -118,6 +119,8 @@ def test_label_shuffling_conv_scale_is_the_small_protocol_with_a_resnet():
     assert conv.step_every_epochs / conv.epochs == small.step_every_epochs / small.epochs
     same = ("dataset", "momentum", "weight_decay", "batch_size", "output_scale", "augment")
     assert all(getattr(conv, f) == getattr(small, f) for f in same)
+    # weight decay 0, a deviation from T §2.4's 1e-3 that the docstring states
+    assert conv.weight_decay == 0.0 and "Deviation" in exp.config_cls.__doc__
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_DATA))
@@ -237,3 +240,60 @@ def test_sweep_in_two_processes_aggregates(tmp_path):
     assert (tmp_path / "sweep" / "sweep.md").exists() and (
         tmp_path / "sweep" / "sweep.png"
     ).exists()
+
+
+def test_channel_normalisation_uses_the_whole_training_splits_statistics():
+    raw = common.load_task("mnist5k", model="resnet18")
+    sub = common.load_task("mnist5k", model="resnet18", n_train=200, seed=3, normalize="channel")
+    # naive: one channel, mean and std over every training image and pixel of the full split
+    mean, std = float(np.mean(raw.x_train, dtype=np.float64)), float(np.std(raw.x_train))
+    plain = common.load_task("mnist5k", model="resnet18", n_train=200, seed=3)
+    np.testing.assert_allclose(sub.x_train, (plain.x_train - mean) / std, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sub.x_test, (plain.x_test - mean) / std, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(sub.y_train, plain.y_train)  # the same subset
+    full = common.load_task("mnist5k", model="mlp", normalize="channel")
+    x = full.x_train.astype(np.float64)
+    assert abs(x.mean()) < 1e-5 and abs(x.std() - 1) < 1e-5
+    # three channels: each standardised on its own
+    rgb = raw._replace(x_train=raw.x_train[:50].repeat(3, -1) * np.array([1.0, 2.0, 0.5]))
+    rgb = rgb._replace(x_test=rgb.x_train[:5])
+    out = common.normalize_channels(rgb)
+    x = out.x_train.astype(np.float64)  # float64 statistics of the float32 result
+    np.testing.assert_allclose(x.mean(axis=(0, 1, 2)), 0.0, atol=1e-5)
+    np.testing.assert_allclose(x.std(axis=(0, 1, 2)), 1.0, atol=1e-5)
+    with pytest.raises(ValueError, match="unknown normalize"):
+        common.load_task("mnist5k", normalize="imagenet")
+    # the paper presets normalise as the papers do (D App. F.4.2); the small scales do not
+    for name in PAPER_DATA:
+        assert registry.get(name).config("paper").normalize == "channel"
+        assert registry.get(name).config("small").normalize == "none"
+
+
+def test_train_seeds_equals_one_train_point_per_seed(tmp_path):
+    data = common.load_task("mnist5k", model="mlp", n_train=128)
+    cfg = common.ImageTraining(width=16, depth=1, epochs=2, lr=0.1)
+    tc = common.train_config(cfg, len(data.x_train))
+    together = common.train_seeds(
+        "mlp", data, tc, seeds=[0, 1], width=16, depth=1, run_dir=tmp_path / "many"
+    )
+    for seed, res in zip([0, 1], together, strict=True):
+        alone = common.train_point(
+            "mlp", data, tc, width=16, depth=1, seed=seed, run_dir=tmp_path / f"one{seed}"
+        )
+        # bitwise equal (train_many steps the seeds one after another); the loss at step 0 is NaN
+        assert res["dlr"] == alone["dlr"]
+        assert res["history"]["loss"][1:] == alone["history"]["loss"][1:]
+    assert together[0]["dlr"] != together[1]["dlr"]
+    # cached: a second call reads the results back
+    again = common.train_seeds(
+        "mlp", data, tc, seeds=[0, 1], width=16, depth=1, run_dir=tmp_path / "many"
+    )
+    assert [r["dlr"] for r in again] == [r["dlr"] for r in together]
+
+
+def test_learning_curve_fcn_scale_is_t_fig_7_6s_fcn_with_the_small_protocol():
+    exp = registry.get("learning-curve")
+    fcn, small = exp.config("fcn"), exp.config("small")
+    # T Fig 7.6: "FCN of width 512 and depth 4" (four weight layers), T §2.4 weight decay 1e-3
+    assert (fcn.model, fcn.width, fcn.depth, fcn.weight_decays) == ("mlp", 512, 3, (1e-3,))
+    assert dataclasses.replace(fcn, width=256, depth=2, weight_decays=(0.0, 1e-3)) == small

@@ -66,18 +66,21 @@ def test_paper_scale_presets_are_the_papers_common_setting():
     rl = registry.get("resnet-lr")
     want = rl.config_cls(
         dataset="cifar100", n_train=None, width=64, epochs=600, output_scale=0.1,
-        augment="cifar", checkpoint_every=2_000,
+        augment="cifar", checkpoint_every=2_000, normalize="channel",
     )  # fmt: skip
     assert rl.config("paper") == want
     vgg = registry.get("vgg-batchnorm")
     want = vgg.config_cls(
         dataset="cifar100", n_train=None, width=64, lr=0.01, output_scale=0.1, epochs=400,
-        augment="cifar", checkpoint_every=2_000,
+        augment="cifar", checkpoint_every=2_000, normalize="channel",
     )  # fmt: skip
     assert vgg.config("paper") == want
     # the experiment's own fields win, and MNIST rows are not augmented
     assert registry.get("label-shuffling").config("paper").n_train == 10_000
     assert registry.get("mf-regime").config("paper").augment == "none"
+    # D App. F.4.2 normalises CIFAR per channel; the MNIST rows keep raw pixels
+    assert registry.get("mf-regime").config("paper").normalize == "none"
+    assert registry.get("mf-regime").config("paper-cifar10").normalize == "channel"
     assert registry.get("mf-regime").config("paper-cifar10").augment == "cifar"
 
 
