@@ -11,7 +11,7 @@ from flax import nnx
 from lrrich.experiments import first_layer
 from lrrich.runner import run_experiment
 
-TINY = dict(n_train=256, width=32, epochs=2, log_points=2, eval_size=256, seeds=2)
+TINY = dict(n_train=128, width=16, epochs=1, log_points=1, eval_size=128, seeds=2)
 
 
 def test_tiny_run_trains_the_named_layers_and_judges_over_seeds(tmp_path):
@@ -26,8 +26,8 @@ def test_tiny_run_trains_the_named_layers_and_judges_over_seeds(tmp_path):
         for regime in first_layer.REGIMES:
             assert 0 <= p[f"{regime}_dlr"] <= 1 and 0 <= p[f"{regime}_test_acc"] <= 1
     assert s["first_dlr"] == pytest.approx(np.mean([p["first_dlr"] for p in per_seed]))
-    # random ReLU features on n = 1,000 test images, p = 32, C = 10 (metrics.random_feature_dlr)
-    assert 0.3 < s["rf_dlr"] < 0.6
+    # random features on n = 1,000 test images, p = 16, C = 10 (metrics.random_feature_dlr)
+    assert 0.1 < s["rf_dlr"] < 0.4
     rows = res["comparison"]
     assert [r["quantity"] for r in rows] == [
         "test D_LR first layer only / last layer only",
@@ -37,7 +37,7 @@ def test_tiny_run_trains_the_named_layers_and_judges_over_seeds(tmp_path):
         assert r["verdict"] in ("reproduced", "not reproduced", "inconclusive")
         assert re.search(r"P §6\.2: '", r["criterion"]) and "Welch" in r["tolerance"]
         assert r["n_seeds"] == 2 and len(r["values"]["last layer only"]) == 2
-        assert r["reference"]["p"] == 32 and r["reference"]["dlr"] == s["rf_dlr"]
+        assert r["reference"]["p"] == 16 and r["reference"]["dlr"] == s["rf_dlr"]
     assert (tmp_path / "run" / "first_layer.png").stat().st_size > 0
 
 
