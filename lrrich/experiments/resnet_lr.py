@@ -9,7 +9,8 @@ lr = 0.05 point is T Table 2.2's ResNet18/CIFAR-100 row (D_eff 99.9 / 99.7, D_LR
 
 Grid: ``lrs`` — ``run`` trains every value and every seed (``seeds``, default 3) in one run and
 judges each row over the seeds; a sweep sets one value per run, e.g. ``lrrich sweep resnet-lr
---grid lrs=0.005,0.05,0.2 --seeds 3 --set seeds=1`` (a one-value run reports the plain keys
+--grid lrs=0.005,0.05,0.2 --seeds 3`` (a sweep sets
+``seeds=1`` per point; a one-value run reports the plain keys
 ``dlr``, ``test_acc``, ``d_eff_rho``, …). A rate whose loss diverges in a seed is kept as
 "diverged" and ends the search for the largest stable rate (D App. E).
 
