@@ -19,15 +19,17 @@ Fashion-MNIST images zero-padded to 32×32, C = 10, 3 rates × 3 seeds × 1,600 
 epochs)). The paper's setting is an accelerator run (``--scale paper``).
 Runtime: 3 seeds 28 min wall idle (the three rates of one seed: 9 min 24 s wall, 17.6 min CPU
 on the idle 2-core CPU, 0.11 s per step); ``--set seeds=1`` for a quick look.
-``--scale past-0.2`` (rates 0.2 / 0.4 / 0.8 / 1.6, 50 epochs on mnist5k) and ``--scale
-width16`` (k = 16 at lr 0.05, 50 epochs; ≈ 16× the k = 4 cost per step, about 12 min per seed
-idle) are the deciding runs of the findings; both are slow on a CPU.
+``--scale past-0.2`` (rates 0.2 / 0.4 / 0.8 / 1.6, 50 epochs on mnist5k; one seed 56 min wall,
+7.8 min CPU at a load of 8-33) and ``--scale width16`` (k = 16 at lr 0.05, 50 epochs; one seed
+13 min 27 s wall, 6.6 min CPU at a load of ~10; ``--set width=4`` is its k = 4 comparison, 2.4
+min CPU) are the deciding runs of the findings; with 3 seeds both are slow on a CPU.
 Expected (seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113, test accuracy 67.3 /
 75.9 / 77.7 % — the smallest lr the laziest and the worst (reproduced); lr 0.2, not 0.05, the
 richest and the best (the paper's optimum not reproduced); D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂)
 13.4 / 16.8 / 15.4 (C = 10). Seeds 0-2: test D_LR 0.329 ± 0.021 / 0.119 ± 0.013 / 0.103 ±
 0.012 (random features at p = 32: 0.44). ``--scale past-0.2`` (seed 0, mnist5k): test D_LR 0.098 /
-0.132 / 0.180 / 0.526 at lr 0.2 / 0.4 / 0.8 / 1.6, none diverges — a too large rate is lazier.
+0.132 / 0.180 / 0.526 at lr 0.2 / 0.4 / 0.8 / 1.6, none diverges — a too large rate is lazier. ``--scale width16``: test D_LR 0.104 (random features
+at p = 128: 0.74) against 0.146 for k = 4 at the same 50 epochs (0.45), seed 0.
 
 Findings (three seeds, augmentation, under-training, rates past 0.2, width): ``docs/findings/resnet_lr.md``.
 """
