@@ -376,6 +376,7 @@ def train_point(
     depth: int = 2,
     seed: int = 0,
     init: str | None = None,
+    head: str | None = None,
     run_dir: Path,
     checkpoint_every: int = 0,
 ) -> dict:
@@ -392,14 +393,14 @@ def train_point(
     from nets import train
 
     run_dir = Path(run_dir)
-    key = _point_key(model_name, data, train_config, width, depth, seed, init)
+    key = _point_key(model_name, data, train_config, width, depth, seed, init, head)
     cache = run_dir / "point.json"
     cached = _cached(run_dir, key)
     if cached is not None:
         return cached
     if model_name == "mlp" and data.x_train.ndim > 2:
         data = _flat(data)
-    extra = {} if init is None else {"init": init}
+    extra = {k: v for k, v in (("init", init), ("head", head)) if v is not None}
     model = build_model(model_name, data, width=width, depth=depth, seed=seed, **extra)
     model, hist = train(
         model,
@@ -492,7 +493,7 @@ def train_seeds(
     return out
 
 
-def _point_key(model_name, data, train_config, width, depth, seed, init) -> dict:
+def _point_key(model_name, data, train_config, width, depth, seed, init, head=None) -> dict:
     """What a cached point must match: model, size, seed, data (labels' hash) and training."""
     return {
         "model": model_name,
@@ -500,6 +501,7 @@ def _point_key(model_name, data, train_config, width, depth, seed, init) -> dict
         "depth": depth,
         "seed": seed,
         "init": init,
+        **({} if head is None else {"head": head}),  # VGG16's head; absent: the model's default
         # the labels' hash tells shuffled from clean labels and subsets apart
         "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
         "train": dataclasses.asdict(train_config),
@@ -555,3 +557,14 @@ def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -
         fig = plot_feature_decomposition(decomp)
         paths.append(save_figure(fig, Path(run_dir) / f"{stem}_features.png"))
     return paths
+
+
+def seed_mean(results: list[dict]) -> dict:
+    """One grid point over its seeds: the mean of every :func:`point_summary` number (NaN where
+    a seed has none) plus ``n_features``, for :func:`grid_summary` and the figures."""
+    keys = ("dlr", "dlr_train", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")
+    out = {"n_features": results[0].get("n_features")}
+    for k in keys:
+        if any(k in r for r in results):
+            out[k] = float(np.mean([r.get(k, np.nan) for r in results]))
+    return out

@@ -7,20 +7,31 @@ intermediate one is the richest and the best (0.025, 78.3 %), the largest drifts
 minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1 (T Definition 2). The
 lr = 0.05 point is T Table 2.2's ResNet18/CIFAR-100 row (D_eff 99.9 / 99.7, D_LR 0.025).
 
-Grid: ``lrs`` — ``run`` trains every value in one run (default: the paper's three); a sweep sets
-one per run, e.g. ``lrrich sweep resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3`` (a one-value run
-reports the plain keys ``dlr``, ``test_acc``, ``d_eff_rho``, …).
+Grid: ``lrs`` — ``run`` trains every value and every seed (``seeds``, default 3) in one run and
+judges each row over the seeds; a sweep sets one value per run, e.g. ``lrrich sweep resnet-lr
+--grid lrs=0.005,0.05,0.2 --seeds 3`` (a sweep sets
+``seeds=1`` per point; a one-value run reports the plain keys
+``dlr``, ``test_acc``, ``d_eff_rho``, …). A rate whose loss diverges in a seed is kept as
+"diverged" and ends the search for the largest stable rate (D App. E).
 
 Command: ``lrrich run resnet-lr --out runs/lr`` (small: ResNet18 with k = 4 on 1,024 real
-Fashion-MNIST images zero-padded to 32×32, C = 10, 3 × 1,600 steps (200 epochs)). The paper's
-setting is an accelerator run (``--scale paper``).
-Runtime: 9 min 24 s wall, 17.6 min CPU on the idle 2-core CPU (0.11 s per step).
+Fashion-MNIST images zero-padded to 32×32, C = 10, 3 rates × 3 seeds × 1,600 steps (200
+epochs)). The paper's setting is an accelerator run (``--scale paper``).
+Runtime: 3 seeds 28 min wall idle (the three rates of one seed: 9 min 24 s wall, 17.6 min CPU
+on the idle 2-core CPU, 0.11 s per step); ``--set seeds=1`` for a quick look.
+``--scale past-0.2`` (rates 0.2 / 0.4 / 0.8 / 1.6, 50 epochs on mnist5k; one seed 56 min wall,
+7.8 min CPU at a load of 8-33) and ``--scale width16`` (k = 16 at lr 0.05, 50 epochs; one seed
+13 min 27 s wall, 6.6 min CPU at a load of ~10; ``--set width=4`` is its k = 4 comparison, 2.4
+min CPU) are the deciding runs of the findings; with 3 seeds both are slow on a CPU.
 Expected (seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113, test accuracy 67.3 /
 75.9 / 77.7 % — the smallest lr the laziest and the worst (reproduced); lr 0.2, not 0.05, the
 richest and the best (the paper's optimum not reproduced); D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂)
-13.4 / 16.8 / 15.4 (C = 10).
+13.4 / 16.8 / 15.4 (C = 10). Seeds 0-2: test D_LR 0.329 ± 0.021 / 0.119 ± 0.013 / 0.103 ±
+0.012 (random features at p = 32: 0.44). ``--scale past-0.2`` (seed 0, mnist5k): test D_LR 0.098 /
+0.132 / 0.180 / 0.526 at lr 0.2 / 0.4 / 0.8 / 1.6, none diverges — a too large rate is lazier. ``--scale width16``: test D_LR 0.104 (random features
+at p = 128: 0.74) against 0.146 for k = 4 at the same 50 epochs (0.45), seed 0.
 
-Findings (three seeds, augmentation, under-training): ``docs/findings/resnet_lr.md``.
+Findings (three seeds, augmentation, under-training, rates past 0.2, width): ``docs/findings/resnet_lr.md``.
 """
 
 from __future__ import annotations
@@ -30,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.experiments import _comparison
+from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
 
 NAME = "resnet-lr"
-RUNTIME = "9.4 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
+RUNTIME = "28 min"  # small-scale `lrrich run` (3 seeds) on an idle 2-core CPU; 9.4 min per seed
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
     "dlr_lr0.005": 0.053,
@@ -50,21 +61,28 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining):
+class Config(common.ImageTraining, _training.Seeds):
     """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and D App. F.4.
 
     Paper: ResNet18 (k = 64, Φ ∈ ℝ⁵¹²) on all 50,000 CIFAR-100 images, SGD momentum 0.9, weight
-    decay 1e-3, batch 128, 600 epochs without schedule, output scale ε = 1/10, CIFAR
-    augmentation; learning rates 0.005 / 0.05 / 0.2.
+    decay 1e-3, batch 128, output scale ε = 1/10, CIFAR augmentation; learning rates 0.005 /
+    0.05 / 0.2. **The papers disagree on the schedule**: T §2.4 trains CIFAR-100 "for 600 epochs
+    without learning rate scheduling", D App. F.4's table gives its ResNet18/CIFAR-100 row (Fig 7)
+    400 epochs with the learning rate × 0.2 every 60 epochs. The ``paper`` preset follows T, whose
+    Table 2.2 row (D_LR 0.025 at lr 0.05) is the value compared; ``--set epochs=400
+    schedule=step`` is D's protocol. D names no protocol for Fig 15 itself.
 
     Small-scale deviations: 1,024 Fashion-MNIST training images zero-padded to 32×32×1 (all 10,000 test
     images; ``mnist5k`` when Fashion-MNIST is not installed; C = 10, so the MF regime predicts
-    D_eff ≈ 10 instead of 100), k = 4 instead of 64 (Φ ∈ ℝ³²), 200 epochs (1,600 steps), no
-    augmentation, output scale 1/3 (D's CIFAR-10 value). The shared training fields are
-    documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    D_eff ≈ 10 instead of 100), k = 4 instead of 64 (Φ ∈ ℝ³²), 200 epochs (1,600 steps) at a
+    constant rate (T §2.4 steps MNIST × 0.2 every 60 epochs; the constant rate is its CIFAR-100
+    protocol), no augmentation, output scale 1/3 (D's CIFAR-10 value). The shared training
+    fields are documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
 
     Attributes:
-      lrs: the SGD learning rates trained (paper 0.005, 0.05, 0.2).
+      lrs: the SGD learning rates trained (paper 0.005, 0.05, 0.2). A rate whose loss diverges
+        in a seed is recorded as diverged there (D App. E: the largest rate is "the largest
+        without gradient blow up").
       schedule: ``'constant'`` (CIFAR-100) or ``'step'`` (× 0.2 every ``step_every_epochs``).
       step_every_epochs: period of the step schedule (paper 60).
     """
@@ -83,18 +101,24 @@ class Config(common.ImageTraining):
 
 SCALES = {
     "small": Config(),
+    # the deciding runs of docs/findings/resnet_lr.md: rates doubled past 0.2 until the loss
+    # diverges (50 epochs: 400 steps per point), and the k = 16 point of the width comparison
+    "past-0.2": Config(dataset="mnist5k", lrs=(0.2, 0.4, 0.8, 1.6), epochs=50),
+    "width16": Config(dataset="mnist5k", width=16, lrs=(0.05,), epochs=50),
     "paper": common.paper_scale(Config, "cifar100", epochs=600, output_scale=0.1),
 }
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train ResNet18 at each learning rate; summary: D_LR, accuracy, D_eff(ρ), D_eff(Q̂) per lr,
-    the richest and the best learning rate, and whether every run is in the MF regime."""
+    """Train ResNet18 at each learning rate and seed; summary: seed means of D_LR, accuracy,
+    D_eff(ρ), D_eff(Q̂) per lr, the richest and the best learning rate, whether every run is in
+    the MF regime, and the rates that diverged."""
 
     if not config.lrs:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
     data = common.load_data(config, "resnet18")
-    points, by_suffix = {}, {}
+    seeds = _training.seed_list(config)
+    points, per_seed, by_suffix = {}, {}, {}
     for lr in config.lrs:
         tc = common.train_config(
             config,
@@ -103,29 +127,70 @@ def run(config: Config, run_dir: Path) -> dict:
             schedule=config.schedule,
             step_every_epochs=config.step_every_epochs,
         )
+        label = f"lr={common.tag(lr)}"
+        runs = []
+        for seed in seeds:
+            sub = Path(run_dir) / f"lr{common.tag(lr)}"
+            runs.append(_train_or_diverge(config, data, tc, seed, sub / f"seed_{seed}"))
+        per_seed[label] = [_compact(r) for r in runs]
+        stable = [r for r in runs if not r.get("diverged")]
+        if stable:
+            points[label] = stable[0]  # the curves of the first stable seed
+        by_suffix[f"_lr{common.tag(lr)}"] = common.seed_mean(runs)
+    means = {lr: by_suffix[f"_lr{common.tag(lr)}"] for lr in config.lrs}
+    summary = common.grid_summary(by_suffix)
+    stable_lrs = [lr for lr in config.lrs if np.isfinite(means[lr]["dlr"])]
+    if len(config.lrs) > 1 and stable_lrs:
+        summary["richest_lr"] = float(min(stable_lrs, key=lambda lr: means[lr]["dlr"]))
+        summary["best_lr"] = float(max(stable_lrs, key=lambda lr: means[lr]["test_acc"]))
+    summary["num_classes"] = data.num_classes
+    summary["seeds"] = len(seeds)
+    summary["diverged_lrs"] = [
+        float(lr)
+        for lr in config.lrs
+        if any(r["diverged"] for r in per_seed[f"lr={common.tag(lr)}"])
+    ]
+    summary["all_mf_regime"] = bool(
+        all(r["dlr"] < _comparison.MF_BOUNDARY for p in per_seed.values() for r in p)
+    )
+    return {
+        "summary": summary,
+        "points": points,
+        "per_seed": per_seed,
+        "lrs": list(config.lrs),
+        "comparison": comparison(per_seed, config, data),
+    }
+
+
+def _train_or_diverge(config: Config, data, tc, seed: int, run_dir: Path) -> dict:
+    """One seed at one rate: :func:`~lrrich.experiments._image_runs.train_point`, or, when the
+    loss turns non-finite, ``{"diverged": True, "diverged_step": …}`` with NaN measures."""
+    from nets import TrainingDiverged
+
+    try:
         res = common.train_point(
             "resnet18",
             data,
             tc,
             width=config.width,
-            seed=config.seed,
-            run_dir=Path(run_dir) / f"lr{common.tag(lr)}",
+            seed=seed,
+            run_dir=run_dir,
             checkpoint_every=config.checkpoint_every,
         )
-        points[f"lr={common.tag(lr)}"] = by_suffix[f"_lr{common.tag(lr)}"] = res
-    results = list(points.values())
-    summary = common.grid_summary(by_suffix)
-    if len(points) > 1:
-        summary["richest_lr"] = float(config.lrs[int(np.argmin([r["dlr"] for r in results]))])
-        summary["best_lr"] = float(config.lrs[int(np.argmax([r["test_acc"] for r in results]))])
-    summary["num_classes"] = data.num_classes
-    summary["all_mf_regime"] = bool(all(r["dlr"] < _comparison.MF_BOUNDARY for r in results))
-    return {
-        "summary": summary,
-        "points": points,
-        "lrs": list(config.lrs),
-        "comparison": comparison(points, config, data),
-    }
+    except TrainingDiverged as err:
+        nan = float("nan")
+        return {
+            "diverged": True,
+            "diverged_step": int(err.step),
+            "n_features": 8 * config.width,
+            **dict.fromkeys(("dlr", "dlr_train", "test_acc", "train_acc"), nan),
+        }
+    return {"diverged": False, **res}
+
+
+def _compact(res: dict) -> dict:
+    """A seed's numbers without its curves and decomposition (for ``results["per_seed"]``)."""
+    return {k: v for k, v in res.items() if k not in ("history", "decomposition")}
 
 
 _CLAIM = (
@@ -142,56 +207,66 @@ _MF_CLAIM = (
 )
 
 
-def comparison(points: dict, config: Config, data) -> list[dict]:
-    """Paper vs measured (S's table, D App. E, T Table 2.2), one seed (``config.seed``).
+def comparison(per_seed: dict, config: Config, data) -> list[dict]:
+    """Paper vs measured (S's table, D App. E, T Table 2.2), judged over the seeds.
 
     D_LR per learning rate: within ``dlr_close_values`` (S's values are closer to each other
-    than 0.05), direction D_LR < 0.1. The lr sweep: reproduced when lr 0.05 has a smaller D_LR
-    and a higher test accuracy than every other lr (:func:`~lrrich.experiments._comparison.ordered`),
-    direction reproduced when one of the two holds. The MF check: D_LR < 0.1 with D_eff(ρ)
-    and D_eff(Q̂) within ``d_eff_loose`` of C.
+    than 0.05) in every seed, direction D_LR < 0.1. The lr sweep: reproduced when lr 0.05 has a
+    smaller D_LR and a higher test accuracy than every other lr
+    (:func:`~lrrich.experiments._comparison.ordered` over the seeds), direction reproduced when
+    one of the two holds. Rates past 0.2: whether a stable rate above the richest is lazier (D
+    App. E). The MF check: D_LR < 0.1 with D_eff(ρ) and D_eff(Q̂) within ``d_eff_loose`` of C.
     """
     cmp = _comparison
     dataset, c = cmp.dataset_text(data), data.num_classes
-    scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD, seed {config.seed}"
+    n = len(next(iter(per_seed.values())))
+    scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD, {n} seed" + (
+        "s" if n > 1 else ""
+    )
     rows = []
-    res_of = {lr: points[f"lr={common.tag(lr)}"] for lr in config.lrs}
-    for lr, res in res_of.items():
+    runs_of = {lr: per_seed[f"lr={common.tag(lr)}"] for lr in config.lrs}
+
+    def v(lr, key):
+        return [r.get(key, float("nan")) for r in runs_of[lr]]
+
+    def ref(lr):
+        return cmp.rf_reference(len(data.x_test), runs_of[lr][0]["n_features"], c)
+
+    for lr in config.lrs:
         key = f"dlr_lr{common.tag(lr)}"
         if key not in PAPER:
             continue
-        ref = cmp.rf_reference(len(data.x_test), res["n_features"], c)
+        r = ref(lr)
         rows.append(
             cmp.row(
                 f"test D_LR at lr {common.tag(lr)}",
                 PAPER[key],
-                round(res["dlr"], 4),
+                cmp.mean_std(v(lr, "dlr"), ".3f"),
                 dataset=dataset,
                 scale=scale,
                 verdict=cmp.judge(
-                    cmp.within([res["dlr"]], PAPER[key], "dlr_close_values"),
-                    cmp.below([res["dlr"]], cmp.MF_BOUNDARY),
+                    cmp.within(v(lr, "dlr"), PAPER[key], "dlr_close_values"),
+                    cmp.below(v(lr, "dlr"), cmp.MF_BOUNDARY),
                 ),
                 criterion=f"{_CLAIM}. Value: S's D_LR at this lr; direction: in the rich regime, "
                 f"D_LR < {cmp.MF_BOUNDARY} (T Definition 2)",
                 tolerance=f"{cmp.tolerance('dlr_close_values')}; direction: "
                 f"{cmp.threshold_test(cmp.MF_BOUNDARY)}",
-                values=[res["dlr"]],
-                reference=ref,
-                note=f"test accuracy {res['test_acc']:.1%} (paper "
+                values=v(lr, "dlr"),
+                reference=r,
+                note=f"test accuracy {cmp.mean_std(v(lr, 'test_acc'), '.1%')} (paper "
                 f"{PAPER['test_acc_lr' + common.tag(lr)]:.1%} on CIFAR-100); random features at "
-                f"p = {res['n_features']} give D_LR {ref['dlr']:.2f} (the paper's p = 512)",
+                f"p = {r['p']} give D_LR {r['dlr']:.2f} (the paper's p = 512)",
             )
         )
-    if 0.05 in res_of and len(res_of) > 1:
-        best = res_of[0.05]
-        others = {lr: r for lr, r in res_of.items() if lr != 0.05}
+    if 0.05 in runs_of and len(runs_of) > 1:
+        others = [lr for lr in runs_of if lr != 0.05]
         richest = cmp.every(
-            cmp.ordered([best["dlr"]], [r["dlr"]], one_seed_spread="dlr_seed_spread")
-            for r in others.values()
+            cmp.ordered(v(0.05, "dlr"), v(lr, "dlr"), one_seed_spread="dlr_seed_spread")
+            for lr in others
         )
         most_accurate = cmp.every(
-            cmp.ordered([r["test_acc"]], [best["test_acc"]]) for r in others.values()
+            cmp.ordered(v(lr, "test_acc"), v(0.05, "test_acc")) for lr in others
         )
         either = (
             True
@@ -203,7 +278,9 @@ def comparison(points: dict, config: Config, data) -> list[dict]:
                 "lr 0.05 richest / most accurate",
                 "0.05 / 0.05",
                 ", ".join(
-                    f"lr {lr:g}: {r['dlr']:.3f}, {r['test_acc']:.1%}" for lr, r in res_of.items()
+                    f"lr {lr:g}: {cmp.mean_std(v(lr, 'dlr'), '.3f')}, "
+                    f"{cmp.mean_std(v(lr, 'test_acc'), '.1%')}"
+                    for lr in runs_of
                 ),
                 dataset=dataset,
                 scale=scale,
@@ -211,68 +288,136 @@ def comparison(points: dict, config: Config, data) -> list[dict]:
                 criterion=f"{_CLAIM}. Reproduced: lr 0.05 has the smallest test D_LR and the "
                 "highest test accuracy; direction: one of the two",
                 tolerance=f"each ordering against every other lr: {cmp.ORDER_TEST_ONE_SEED} (D_LR)",
-                values={f"dlr_lr{lr:g}": [r["dlr"]] for lr, r in res_of.items()}
-                | {f"test_acc_lr{lr:g}": [r["test_acc"]] for lr, r in res_of.items()},
-                reference=cmp.rf_reference(len(data.x_test), best["n_features"], c),
-                note="one seed: differences smaller than the seed spread of D_LR (0.012-0.021 "
-                "over three seeds, docs/findings/resnet_lr.md) decide nothing",
+                values={f"dlr_lr{lr:g}": v(lr, "dlr") for lr in runs_of}
+                | {f"test_acc_lr{lr:g}": v(lr, "test_acc") for lr in runs_of},
+                reference=ref(0.05),
             )
         )
-    for lr, res in res_of.items():
-        if "d_eff_rho" not in res:
+    rows += _too_large_rows(runs_of, v, ref, dataset, scale)
+    for lr in config.lrs:
+        if not all("d_eff_rho" in r for r in runs_of[lr]):
             continue
         mf = cmp.every(
             [
-                cmp.below([res["dlr"]], cmp.MF_BOUNDARY),
-                *(cmp.within([res[k]], c, "d_eff_loose") for k in ("d_eff_rho", "d_eff_util")),
+                cmp.below(v(lr, "dlr"), cmp.MF_BOUNDARY),
+                *(cmp.within(v(lr, k), c, "d_eff_loose") for k in ("d_eff_rho", "d_eff_util")),
             ]
         )
         rows.append(
             cmp.row(
                 f"T Table 2.2 MF check at lr {common.tag(lr)}: D_eff(rho), D_eff(Q), D_LR",
                 "approx. C, approx. C, < 0.1",
-                f"{res['d_eff_rho']:.1f}, {res['d_eff_util']:.1f}, {res['dlr']:.3f} (C = {c})",
+                f"{cmp.mean_std(v(lr, 'd_eff_rho'), '.1f')}, "
+                f"{cmp.mean_std(v(lr, 'd_eff_util'), '.1f')}, "
+                f"{cmp.mean_std(v(lr, 'dlr'), '.3f')} (C = {c})",
                 dataset=dataset,
                 scale=scale,
                 verdict=cmp.holds(mf),
                 criterion=f"{_MF_CLAIM}. Reproduced: all three",
                 tolerance=f"D_LR {cmp.threshold_test(cmp.MF_BOUNDARY)} (T Definition 2); "
                 f"{cmp.tolerance('d_eff_loose')}",
-                values={
-                    "d_eff_rho": [res["d_eff_rho"]],
-                    "d_eff_util": [res["d_eff_util"]],
-                    "dlr": [res["dlr"]],
-                },
-                reference=cmp.rf_reference(len(data.x_test), res["n_features"], c),
+                values={k: v(lr, k) for k in ("d_eff_rho", "d_eff_util", "dlr")},
+                reference=ref(lr),
             )
         )
     return rows
 
 
+_TOO_LARGE_CLAIM = (
+    "D App. E (Fig 15): 'a too large learning rate (largest without gradient blow up) also "
+    "deviates from the rich regime'"
+)
+
+
+def _too_large_rows(runs_of: dict, v, ref, dataset: str, scale: str) -> list[dict]:
+    """The rates above 0.2 (when the grid has any): is a stable rate above the richest lazier?
+
+    The richest stable rate r* (smallest mean test D_LR over the rates every seed trained
+    without divergence): reproduced when the next stable rate above r* has a larger D_LR
+    (:func:`~lrrich.experiments._comparison.ordered`), not reproduced when r* is the largest
+    stable rate and is richer than the rate below it, inconclusive when the seeds leave either
+    ordering open.
+    """
+    cmp = _comparison
+    if not any(lr > 0.2 for lr in runs_of):
+        return []
+    stable = sorted(lr for lr in runs_of if np.all(np.isfinite(v(lr, "dlr"))))
+    diverged = sorted(lr for lr in runs_of if lr not in stable)
+    if len(stable) < 2:
+        return []
+    best = min(stable, key=lambda lr: float(np.mean(v(lr, "dlr"))))
+    i = stable.index(best)
+    if i + 1 < len(stable):
+        check = cmp.ordered(
+            v(best, "dlr"), v(stable[i + 1], "dlr"), one_seed_spread="dlr_seed_spread"
+        )
+        reading = f"lr {stable[i + 1]:g} lazier than the richest lr {best:g}"
+    else:
+        beaten = cmp.ordered(
+            v(best, "dlr"), v(stable[i - 1], "dlr"), one_seed_spread="dlr_seed_spread"
+        )
+        check = None if beaten is None else (False if beaten else None)
+        reading = f"the largest stable lr {best:g} is the richest (against lr {stable[i - 1]:g})"
+    return [
+        cmp.row(
+            "a too large lr is lazier (rates past 0.2)",
+            "interior richest lr",
+            ", ".join(f"lr {lr:g}: {cmp.mean_std(v(lr, 'dlr'), '.3f')}" for lr in stable)
+            + (f"; diverged: {', '.join(f'{lr:g}' for lr in diverged)}" if diverged else ""),
+            dataset=dataset,
+            scale=scale,
+            verdict=cmp.holds(check),
+            criterion=f"{_TOO_LARGE_CLAIM}. Reproduced: a stable rate above the richest has a "
+            f"larger test D_LR; not reproduced: the largest stable rate is the richest. Here: "
+            f"{reading}",
+            tolerance=cmp.ORDER_TEST_ONE_SEED,
+            values={f"dlr_lr{lr:g}": v(lr, "dlr") for lr in runs_of},
+            reference=ref(best),
+            note="a rate is stable when no seed's loss turned non-finite; test accuracy "
+            + ", ".join(f"lr {lr:g}: {cmp.mean_std(v(lr, 'test_acc'), '.1%')}" for lr in stable),
+        )
+    ]
+
+
 def plot(results: dict, run_dir: Path) -> list[Path]:
-    """``lr_sweep.png`` (D_LR, accuracy, D_eff vs lr), ``lr_training.png``, ``lr_features.png``."""
+    """``lr_sweep.png`` (D_LR, accuracy, D_eff vs lr: seed means, dots per seed, diverged rates
+    marked), ``lr_training.png``, ``lr_features.png`` (first stable seed per rate)."""
     import matplotlib.pyplot as plt
 
     from lrrich.io import save_figure
 
-    lrs, pts = results["lrs"], list(results["points"].values())
+    lrs, per_seed = results["lrs"], results["per_seed"]
     c = results["summary"]["num_classes"]
+    runs = [per_seed[f"lr={common.tag(lr)}"] for lr in lrs]
+
+    def mean(key):
+        return [float(np.nanmean([r.get(key, np.nan) for r in rs] + [np.nan])) for rs in runs]
+
+    def dots(ax, key, fmt):
+        for lr, rs in zip(lrs, runs, strict=True):
+            ax.plot([lr] * len(rs), [r.get(key, np.nan) for r in rs], fmt, ms=3, alpha=0.5)
+
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
-    axes[0].plot(lrs, [p["dlr"] for p in pts], "o-", label="test")
-    axes[0].plot(lrs, [p["dlr_train"] for p in pts], "s:", label="train")
+    axes[0].plot(lrs, mean("dlr"), "o-", label="test")
+    axes[0].plot(lrs, mean("dlr_train"), "s:", label="train")
+    dots(axes[0], "dlr", "k.")
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
+    for lr in results["summary"].get("diverged_lrs", []):
+        axes[0].axvline(lr, color="C3", lw=0.8, ls=":", label=f"diverged (lr {lr:g})")
     axes[0].set(xscale="log", xlabel="learning rate", ylabel="D_LR", title="richness")
-    axes[0].legend(fontsize=8)
-    axes[1].plot(lrs, [p["test_acc"] for p in pts], "o-", label="test")
-    axes[1].plot(lrs, [p["train_acc"] for p in pts], "s:", label="train")
+    axes[0].legend(fontsize=7)
+    axes[1].plot(lrs, mean("test_acc"), "o-", label="test")
+    axes[1].plot(lrs, mean("train_acc"), "s:", label="train")
+    dots(axes[1], "test_acc", "k.")
     axes[1].set(xscale="log", xlabel="learning rate", ylabel="accuracy", title="performance")
     axes[1].legend(fontsize=8)
-    if all("d_eff_rho" in p for p in pts):
-        axes[2].plot(lrs, [p["d_eff_rho"] for p in pts], "o-", label="D_eff(ρ) adjusted")
-        axes[2].plot(lrs, [p["d_eff_util"] for p in pts], "s-", label="D_eff(Q̂)")
+    axes[2].plot(lrs, mean("d_eff_rho"), "o-", label="D_eff(ρ) adjusted")
+    axes[2].plot(lrs, mean("d_eff_util"), "s-", label="D_eff(Q̂)")
     axes[2].axhline(c, color="grey", lw=0.8, ls="--", label=f"C = {c}")
     axes[2].set(xscale="log", xlabel="learning rate", ylabel="effective dimension")
     axes[2].set_title("T Table 2.2: MF ⇔ D_eff ≈ C", fontsize=9)
     axes[2].legend(fontsize=8)
     paths = [save_figure(fig, Path(run_dir) / "lr_sweep.png")]
+    if not results["points"]:
+        return paths
     return paths + common.plot_points(results["points"], run_dir, "lr", "ResNet18 lr sweep")

@@ -72,7 +72,7 @@ def test_paper_scale_presets_are_the_papers_common_setting():
     vgg = registry.get("vgg-batchnorm")
     want = vgg.config_cls(
         dataset="cifar100", n_train=None, width=64, lr=0.01, output_scale=0.1, epochs=400,
-        augment="cifar", checkpoint_every=2_000, normalize="channel",
+        augment="cifar", checkpoint_every=2_000, normalize="channel", head="torchvision",
     )  # fmt: skip
     assert vgg.config("paper") == want
     # the experiment's own fields win, and MNIST rows are not augmented

@@ -1,0 +1,252 @@
+"""P §6.2: updating only the first layer can learn features; updating only the last layer is lazy.
+
+P §6.2: "In 2-layer neural networks, the non-linear activations (e.g., ReLU) breaks the symmetry
+between layers: updating only the last layer results in linear dynamics, whereas updating only
+the first layer can facilitate feature learning." A two-layer ReLU network
+f(x) = W₂ σ(W₁x + b₁) + b₂ (x ∈ ℝ⁷⁸⁴, W₁ ∈ ℝ^{p×784}, W₂ ∈ ℝ^{C×p}, features Φ = σ(W₁x + b₁) ∈ ℝᵖ)
+is trained from one initialisation per seed in three regimes:
+
+* ``first`` — only (W₁, b₁); the readout (W₂, b₂) stays at its random initialisation;
+* ``last`` — only (W₂, b₂): fixed random ReLU features, the lazy / random-features baseline
+  (``TrainConfig.last_layer_only``);
+* ``all`` — both layers (full backprop).
+
+Each regime's seeds are one :func:`nets.train_many` program. Read per regime: test D_LR (D Eq. 7)
+of (Φ, f) beside the D_LR of isotropic random features at the same n, p, C
+(:func:`metrics.random_feature_dlr`), accuracy, and how far the feature kernel moved,
+S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) on the test set (D §4, :func:`metrics.feature_kernel_distance`;
+0 for ``last`` by construction).
+
+Command: ``lrrich run first-layer --out runs/first-layer`` (mnist5k: 4,000 real MNIST training
+digits, 1,000 test; width 256; Adam lr 1e-3; 30 epochs = 930 steps; 3 seeds).
+Runtime: 9 runs (3 programs of 3 seeds); 8 min 35 s wall, 48 s CPU at a load of 15-20 on the
+shared 2-core CPU (under a minute idle, judged from the CPU time).
+Expected (seeds 0-2, mean ± std): test D_LR first-only 0.333 ± 0.014 < last-only 0.484 ± 0.005
+in every seed (reproduced); all layers 0.339 ± 0.005; random features at n = 1,000, p = 256,
+C = 10 give 0.824; test accuracy first / last / all 95.3 / 86.2 / 95.5 %; S_init 0.27 / 0 / 0.30.
+
+Findings: ``docs/findings/first_layer.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import numpy as np
+from flax import nnx
+
+from lrrich.experiments import _comparison, _paper_d, _training
+from lrrich.experiments import _image_runs as common
+
+NAME = "first-layer"
+RUNTIME = "8.6 min"  # small-scale `lrrich run` at a load of 15-20 (48 s CPU; < 1 min idle)
+DESCRIPTION = "P §6.2: two-layer ReLU net, first layer only vs last layer only (lazy) vs all"
+REGIMES = ("first", "last", "all")
+"""The trained parameters: W₁ only, W₂ only (random features), both."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.ImageTraining, _training.Seeds):
+    """Two-layer ReLU network, three training regimes (P §6.2).
+
+    P states the claim without an experiment of its own; the setting here is D's MNIST MLP
+    protocol (D App. F.4: MSE on one-hot targets, Adam, batch 128) with one hidden layer, the
+    two-layer network P names. **Decision:** width p = 256 (D's MLP width), PyTorch's default
+    initialisation, output scale 1 (neither lazy nor rich by scaling), 30 epochs (every regime's
+    training loss has flattened). The shared training fields are documented in
+    :class:`~lrrich.experiments._image_runs.ImageTraining`.
+
+    Attributes:
+      log_points: log points over training (the D_LR and accuracy curves).
+      eval_size: train / test images per log point (the summary uses the full sets).
+    """
+
+    dataset: str = "mnist5k"
+    width: int = 256
+    depth: int = 1
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    epochs: int = 30
+    output_scale: float = 1.0
+    log_points: int = 10
+    eval_size: int = 1000
+
+
+SCALES = {"small": Config()}
+
+
+class _Fixed(nnx.Variable):
+    """A parameter held at its initial value: not an ``nnx.Param``, so ``nets`` does not train it."""
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Train the three regimes over the seeds; summary: seed means per regime (``per_seed``:
+    each seed's D_LR, accuracies, S_init)."""
+    if config.depth != 1:
+        raise ValueError(f"P §6.2 is about two-layer networks: depth must be 1, got {config.depth}")
+    data = common.load_data(config, "mlp")
+    seeds = _training.seed_list(config)
+    spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
+    log_every = max(spe * config.epochs // config.log_points, 1)
+    per_regime, histories = {}, {}
+    for regime in REGIMES:
+        per_regime[regime], histories[regime] = _train_regime(
+            config, data, regime, seeds, log_every
+        )
+    per_seed = [
+        {"seed": s, **{f"{r}_{k}": per_regime[r][i][k] for r in REGIMES for k in per_regime[r][i]}}
+        for i, s in enumerate(seeds)
+    ]
+    summary = {k: float(np.mean([p[k] for p in per_seed])) for k in per_seed[0] if k != "seed"}
+    summary["seeds"] = len(seeds)
+    summary["n_features"] = config.width
+    reference = _comparison.rf_reference(len(data.x_test), config.width, data.num_classes)
+    summary["rf_dlr"] = reference["dlr"]
+    return {
+        "summary": summary,
+        "per_seed": per_seed,
+        "histories": histories,
+        "reference": reference,
+        "comparison": comparison(per_seed, config, data, reference),
+    }
+
+
+def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every: int):
+    """The seeds of one regime as one ``train_many``: per-seed measures, per-seed curves."""
+    from metrics import feature_kernel_distance
+    from nets import train_many
+
+    models = [_model(config, data, seed, regime) for seed in seeds]
+    phi0 = [_paper_d.forward(m, data.x_test, config.output_scale)[0] for m in models]
+    tc = common.train_config(config, len(data.x_train), last_layer_only=regime == "last")
+    trained, hists = train_many(
+        models,
+        data,
+        [tc] * len(seeds),
+        [jax.random.key(s) for s in seeds],
+        log_every=log_every,
+        eval_size=config.eval_size,
+        progress=True,
+    )
+    out, curves = [], []
+    for model, hist, f0 in zip(trained, hists, phi0, strict=True):
+        if hist.diverged is not None:
+            raise hist.diverged
+        res = common.measure(model, data, config.output_scale)
+        phi = _paper_d.forward(model, data.x_test, config.output_scale)[0]
+        out.append(
+            {
+                "dlr": res["dlr"],
+                "dlr_train": res["dlr_train"],
+                "train_acc": res["train_acc"],
+                "test_acc": res["test_acc"],
+                "s_init": float(feature_kernel_distance(f0, phi)),
+            }
+        )
+        curves.append(
+            {k: hist.column(k).tolist() for k in ("epoch", "train_acc", "test_acc", "dlr_test")}
+        )
+    return out, curves
+
+
+def _model(config: Config, data, seed: int, regime: str):
+    """The seed's two-layer MLP (the same initialisation in every regime); for ``first`` its
+    readout is :class:`_Fixed`."""
+    model = common.build_model("mlp", data, width=config.width, depth=1, seed=seed)
+    if regime == "first":
+        head = model.head
+        head.kernel = _Fixed(head.kernel.get_value())
+        if head.bias is not None:
+            head.bias = _Fixed(head.bias.get_value())
+    return model
+
+
+_CLAIM = (
+    "P §6.2: 'In 2-layer neural networks, the non-linear activations (e.g., ReLU) breaks the "
+    "symmetry between layers: updating only the last layer results in linear dynamics, whereas "
+    "updating only the first layer can facilitate feature learning'"
+)
+
+
+def comparison(per_seed: list[dict], config: Config, data, reference: dict) -> list[dict]:
+    """Paper vs measured (P §6.2), judged over the seeds of ``per_seed``.
+
+    P gives no values, so each row is an ordering (:func:`~lrrich.experiments._comparison.ordered`:
+    in every seed, else a one-sided Welch t test): first-layer-only training richer than the
+    last-layer-only baseline (smaller test D_LR), and, as the control that the measure
+    separates rich from lazy here, full training richer than the baseline.
+    """
+    cmp = _comparison
+    dataset = cmp.dataset_text(data)
+    n = len(per_seed)
+    scale = (
+        f"MLP 784-{config.width}-{data.num_classes} (ReLU), {config.optimizer} lr {config.lr:g}, "
+        f"{config.epochs} epochs, {n} seed{'s' if n > 1 else ''}"
+    )
+
+    def v(key):
+        return [s[key] for s in per_seed]
+
+    def acc(regime):
+        return cmp.mean_std(v(f"{regime}_test_acc"), ".1%")
+
+    rows = []
+    for rich, what in (("first", "first layer only"), ("all", "all layers")):
+        order = cmp.ordered(v(f"{rich}_dlr"), v("last_dlr"), one_seed_spread="dlr_seed_spread")
+        rows.append(
+            cmp.row(
+                f"test D_LR {what} / last layer only",
+                "smaller / larger (no values)",
+                f"{cmp.mean_std(v(f'{rich}_dlr'), '.3f')} / {cmp.mean_std(v('last_dlr'), '.3f')}",
+                dataset=dataset,
+                scale=scale,
+                verdict=cmp.holds(order),
+                criterion=f"{_CLAIM}. Read as: D_LR({what}) < D_LR(last layer only)"
+                + ("" if rich == "first" else " (the control: full training is rich here)"),
+                tolerance=cmp.ORDER_TEST_ONE_SEED,
+                values={what: v(f"{rich}_dlr"), "last layer only": v("last_dlr")},
+                reference=reference,
+                note=f"test accuracy {acc(rich)} vs {acc('last')}; S_init "
+                f"{cmp.mean_std(v(f'{rich}_s_init'), '.2f')} vs 0 (fixed features); random "
+                f"features at n = {reference['n']:,}, p = {reference['p']}, C = "
+                f"{reference['rank']} give D_LR {reference['dlr']:.2f}",
+            )
+        )
+    return rows
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """``first_layer.png``: test D_LR and accuracy vs epoch per regime (every seed), and the
+    final test D_LR per regime beside the random-feature reference."""
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+
+    labels = {"first": "first layer only", "last": "last layer only (lazy)", "all": "all layers"}
+    colors = {"first": "C3", "last": "C0", "all": "C2"}
+    rf = results["reference"]["dlr"]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    for regime, curves in results["histories"].items():
+        for i, h in enumerate(curves):
+            lab = labels[regime] if i == 0 else None
+            axes[0].plot(h["epoch"], h["dlr_test"], "-o", ms=2, color=colors[regime], label=lab)
+            axes[1].plot(h["epoch"], h["test_acc"], "-", color=colors[regime], label=lab)
+            axes[1].plot(h["epoch"], h["train_acc"], ":", color=colors[regime])
+    for ax in axes[:2]:
+        ax.set_xlabel("epoch")
+    axes[0].axhline(rf, color="grey", lw=0.8, ls="--", label="random features")
+    axes[0].set(ylabel="test D_LR", ylim=(0, 1), title="P §6.2: which layer learns")
+    axes[1].set(ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
+    axes[0].legend(fontsize=7)
+    per_seed = results["per_seed"]
+    for j, regime in enumerate(labels):
+        vals = [s[f"{regime}_dlr"] for s in per_seed]
+        axes[2].bar(j, np.mean(vals), color=colors[regime], alpha=0.5)
+        axes[2].plot([j] * len(vals), vals, "k.", ms=5)
+    axes[2].axhline(rf, color="grey", lw=0.8, ls="--", label=f"random features {rf:.2f}")
+    axes[2].set_xticks(range(3), ["first only", "last only", "all"])
+    axes[2].set(ylabel="final test D_LR (dots: seeds)", ylim=(0, 1))
+    axes[2].legend(fontsize=7)
+    return [save_figure(fig, Path(run_dir) / "first_layer.png")]
