@@ -9,6 +9,7 @@ from lrrich.experiments import cross_entropy as exp
 from lrrich.runner import run_experiment
 
 
+@pytest.mark.slow  # two train_many programs (CE, MSE): 25 s CPU at load ~25
 def test_tiny_run_writes_a_row_per_output_choice(tmp_path):
     e = registry.get("cross-entropy")
     cfg = dataclasses.replace(
@@ -65,6 +66,10 @@ def test_verdicts(start, end, mse_end, verdict):
     per_seed = [_seed(*x) for x in zip(start, end, mse_end, strict=True)]
     rows = exp.comparison(per_seed, exp.Config(), load_digits(), n_eval=1000, p=256)
     assert {r["verdict"] for r in rows} == {verdict}
+    for r in rows:
+        assert r["criterion"].startswith("D App. E (Fig 17)") and "Welch" in r["tolerance"]
+        assert r["n_seeds"] == 3 and r["values"]["mse_end"] == list(mse_end)
+        assert (r["reference"]["n"], r["reference"]["p"], r["reference"]["rank"]) == (1000, 256, 9)
 
 
 def test_grokking_preset_reads_the_mf_boundary_without_a_control():

@@ -9,6 +9,7 @@ from lrrich.experiments import weight_decay as exp
 from lrrich.runner import run_experiment
 
 
+@pytest.mark.slow  # one train_many program of 4 MLPs and 4 measures: > 10 s CPU
 def test_tiny_run_writes_the_three_rows(tmp_path):
     e = registry.get("weight-decay")
     cfg = dataclasses.replace(
@@ -59,6 +60,10 @@ def test_verdicts():
         load_digits(),
     )
     assert [r["verdict"] for r in rows] == ["reproduced"] * 3
+    assert all(r["criterion"].startswith("T §7.3") and r["n_seeds"] == 3 for r in rows)
+    assert rows[0]["values"] == {"wd=0": [0.09, 0.08, 0.085], "wd=0.37": [0.05, 0.04, 0.045]}
+    assert rows[1]["reference"] is None and rows[2]["values"] == [0.09, 0.08, 0.085]
+    assert (rows[0]["reference"]["p"], rows[0]["reference"]["rank"]) == (32, 10)
     rows = exp.comparison(
         _points((0.2, 0.2, 0.2), (0.3, 0.31, 0.3), (0.9, 0.9, 0.9), (0.88, 0.91, 0.87)),
         cfg,
