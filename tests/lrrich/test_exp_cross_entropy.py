@@ -9,7 +9,7 @@ from lrrich.experiments import cross_entropy as exp
 from lrrich.runner import run_experiment
 
 
-@pytest.mark.slow  # two train_many programs (CE, MSE): 25 s CPU at load ~25
+@pytest.mark.slow  # two train_many programs (CE, MSE): 12 s at load ~1
 def test_tiny_run_writes_a_row_per_output_choice(tmp_path):
     e = registry.get("cross-entropy")
     cfg = dataclasses.replace(
