@@ -48,6 +48,14 @@ from metrics.kernels import (
     parameter_norm,
 )
 from metrics.moments import Moments, accumulate_moments, merge_moments, moments
+from metrics.output_choices import (
+    OUTPUT_CHOICES,
+    OutputChoiceDLR,
+    centred_logits,
+    dlr_by_output,
+    output_choice,
+    probabilities,
+)
 from metrics.plots import plot_feature_decomposition, plot_metric_history
 from metrics.reference import ReferenceSample, random_feature_dlr, random_feature_dlr_mc
 
@@ -65,11 +73,15 @@ __all__ = [
     "FrozenFeatures",
     "Moments",
     "NeuralCollapse",
+    "OUTPUT_CHOICES",
+    "OutputChoiceDLR",
     "Nystrom",
     "ReferenceSample",
     "accumulate_moments",
     "activation_hamming_distance",
+    "centred_logits",
     "dlr",
+    "dlr_by_output",
     "dlr_from_moments",
     "dlr_streaming",
     "dlr_with_rank",
@@ -87,10 +99,12 @@ __all__ = [
     "neural_collapse",
     "ntk_kernel_distance",
     "nystrom",
+    "output_choice",
     "parameter_distance",
     "parameter_norm",
     "plot_feature_decomposition",
     "plot_metric_history",
+    "probabilities",
     "random_feature_dlr",
     "random_feature_dlr_mc",
 ]

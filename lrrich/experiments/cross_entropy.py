@@ -1,0 +1,397 @@
+"""D App. E (Fig 17): D_LR extends to cross-entropy training — on which outputs?
+
+Under cross-entropy (CE) the loss sees the logits z only through softmax(z), so D_LR (D Eq. 7)
+depends on which outputs it reads (:mod:`metrics.output_choices`): the logits z, the centred
+logits z − z̄1ᵀ (each sample's logits minus their class mean) or the probabilities softmax(z).
+The same network is trained with CE over ``seeds`` seeds (one :func:`nets.train_many` program)
+and, from the same initialisations, with MSE on one-hot targets (the papers' protocol, the
+control); the test-set D_LR is logged over training on each output choice, and at the end the
+probabilities' D_LR is scanned over the softmax temperature τ (softmax(z/τ): τ → ∞ gives the
+centred logits, τ → 0 the one-hot argmax).
+
+D's caption of Fig 17 did not survive the text extraction; its neighbours in App. E are image
+classifiers. **Decision:** the small scale trains a 2-hidden-layer ReLU MLP of width 256 (as
+learning-curve) on real MNIST images (mnist5k: 4,000 train / 1,000 test) with Adam; ``--scale grokking`` is
+the transformer on a / b mod 97 with teddykoker/grokking's CE (AdamW λ = 1), where a
+single-seed probe saw the logits' D_LR rise 0.36 → 0.58 while it grokked.
+
+Command: ``lrrich run cross-entropy --out runs/cross-entropy`` (3 seeds × CE and MSE, 20 epochs).
+Runtime: 3 min 37 s wall, 36 s CPU on the 2-core CPU at a load of ~20. ``--scale grokking``
+(CE only, 2,000 transformer steps per seed): one seed (``--set seeds=1``) 3 min 48 s CPU, 33 min
+wall at a load of 20–27; ``--scale paper`` (ResNet18, k = 64, CIFAR-10) is an accelerator run.
+Expected (seeds 0–2, mean ± std): test accuracy CE 93.5 %, MSE 95.8 %; test D_LR from init to
+the end on the logits 0.584 ± 0.033 → 0.246 ± 0.001, centred logits 0.597 → 0.241,
+probabilities 0.598 → 0.448 ± 0.005, against the MSE control's 0.144 ± 0.006: every choice
+falls (direction reproduced), none reaches the MSE reading (random features at n = 1,000,
+p = 256, r = 10 / 9: 0.824 / 0.833). softmax(z/τ) reads 0.47 at τ = 0.03 and 0.24 at τ = 100.
+Grokking (seed 0): test accuracy 98.4 % at step 2,000 while D_LR rises on every choice — logits
+0.43 → 0.62, centred logits 0.43 → 0.62, probabilities 0.44 → 0.71 (not reproduced; random
+features at p = 128, r = 96: 0.146).
+
+Findings (the temperature scan, the per-sample shift, the grokking transformer):
+``docs/findings/cross_entropy.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import metrics
+from lrrich.experiments import _comparison, _training
+from lrrich.experiments import _image_runs as common
+
+NAME = "cross-entropy"
+RUNTIME = "36 s CPU"  # small-scale `lrrich run` on the 2-core CPU ("CPU": CPU time)
+DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
+PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
+TASKS = ("image", "modular")
+CHOICES = metrics.OUTPUT_CHOICES
+LABELS = {
+    "logits": "logits",
+    "centred_logits": "centred logits",
+    "probabilities": "probabilities",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(common.ImageTraining, _training.Seeds):
+    """Cross-entropy vs MSE training with D_LR on three output choices (D App. E, Fig 17).
+
+    Shared image-training fields: :class:`~lrrich.experiments._image_runs.ImageTraining`
+    (here Adam lr 1e-3, batch 128, 20 epochs, output scale 1); ``seeds`` (3) networks per loss,
+    trained together.
+
+    Attributes:
+      task: ``'image'`` (``dataset`` / ``model``) or ``'modular'`` (a / b mod ``p``, a
+        ``depth``-block transformer of width d = ``width``, 4 heads; ``seed`` sets the split).
+      p: prime modulus of the modular task.
+      steps: optimizer steps (0: ``epochs`` decide).
+      warmup_steps: linear learning-rate warm-up.
+      mse_twin: also train every seed with MSE on one-hot × ``target_scale`` targets from the
+        same initialisation (the control whose D_LR the papers read).
+      target_scale: S of the MSE control's targets.
+      log_points: log points over training (D_LR on the test subset at each).
+      eval_size: test inputs per log point (1,000: all of mnist5k's test set).
+      temperatures: τ of the final scan of D_LR(softmax(z/τ)).
+    """
+
+    task: str = "image"
+    dataset: str = "mnist5k"
+    model: str = "mlp"
+    width: int = 256
+    depth: int = 2
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    epochs: int = 20
+    p: int = 97
+    steps: int = 0
+    warmup_steps: int = 0
+    mse_twin: bool = True
+    target_scale: float = 1.0
+    log_points: int = 20
+    eval_size: int = 1000
+    temperatures: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
+
+
+SCALES = {
+    "small": Config(),
+    # the grokking probe's setting (teddykoker/grokking, CE): 2 blocks, d = 128, AdamW λ = 1
+    "grokking": Config(
+        task="modular",
+        width=128,
+        depth=2,
+        optimizer="adamw",
+        b2=0.98,
+        weight_decay=1.0,
+        warmup_steps=10,
+        batch_size=512,
+        steps=2000,
+        mse_twin=False,
+        eval_size=4656,
+        log_points=20,
+    ),
+    "paper": common.paper_scale(
+        Config, "cifar10", model="resnet18", optimizer="sgd", lr=0.05, epochs=200, eval_size=2048
+    ),
+}
+
+
+def _dlr_logits(phi, z):
+    return metrics.dlr_with_rank(phi, z)
+
+
+def _dlr_centred(phi, z):
+    return metrics.dlr_with_rank(phi, metrics.centred_logits(z))
+
+
+def _dlr_probabilities(phi, z):
+    return metrics.dlr_with_rank(phi, metrics.probabilities(z))
+
+
+def _shift_share(phi, z):
+    r"""Share of the sample-centred logits in the per-sample class mean z̄ (the direction softmax
+    ignores): C‖Hz̄‖² / ‖Hz‖_F², since z = (z − z̄1ᵀ) + z̄1ᵀ splits Hz into orthogonal parts."""
+    zc = z - jnp.mean(z, axis=0)
+    zbar = jnp.mean(zc, axis=1)
+    return z.shape[1] * jnp.sum(zbar**2) / jnp.sum(zc**2)
+
+
+LOGGED = {
+    "logits": _dlr_logits,
+    "centred_logits": _dlr_centred,
+    "probabilities": _dlr_probabilities,
+    "shift_share": _shift_share,
+}
+"""Metrics logged on the test subset at each log point (``<name>_test`` in the History)."""
+
+
+def run(config: Config, run_dir: Path) -> dict:
+    """Train the seeds with CE (and MSE), log D_LR per output choice; scan τ at the end."""
+    if config.task not in TASKS:
+        raise ValueError(f"task must be one of {list(TASKS)}, got {config.task!r}")
+    if not config.temperatures or min(config.temperatures) <= 0:
+        raise ValueError(f"temperatures must be > 0, got {config.temperatures}")
+    data = _load(config)
+    seeds = _training.seed_list(config)
+    losses = ("ce", "mse") if config.mse_twin else ("ce",)
+    runs = {loss: _train(config, data, loss, seeds) for loss in losses}
+    per_seed = []
+    for i, seed in enumerate(seeds):
+        one = {"seed": seed}
+        for loss, (curves, _) in runs.items():
+            c = curves[i]
+            for choice in CHOICES if loss == "ce" else ("logits",):
+                key = f"{loss}_{choice}"
+                one[f"{key}_start"] = c[choice][0]
+                one[f"{key}_end"] = c[choice][-1]
+                one[f"{key}_max"] = float(np.nanmax(c[choice]))
+                one[f"{key}_rank"] = c["final_rank"][choice]
+            one[f"{loss}_test_acc"] = c["test_acc"][-1]
+            one[f"{loss}_train_acc"] = c["train_acc"][-1]
+            one[f"{loss}_shift_share_start"] = c["shift_share"][0]
+            one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
+        one["ce_dlr_by_temperature"] = runs["ce"][1][i]
+        per_seed.append(one)
+    summary = {
+        k: float(np.mean([s[k] for s in per_seed]))
+        for k in per_seed[0]
+        if k not in ("seed", "ce_dlr_by_temperature")
+    }
+    summary["seeds"] = len(seeds)
+    n_eval = min(config.eval_size, len(data.x_test))
+    p = runs["ce"][0][0]["n_features"]
+    return {
+        "summary": summary,
+        "per_seed": per_seed,
+        "curves": {loss: curves for loss, (curves, _) in runs.items()},
+        "temperatures": list(config.temperatures),
+        "dataset": {"name": data.name, "n_train": len(data.x_train), "n_eval": n_eval},
+        "comparison": comparison(per_seed, config, data, n_eval, p),
+    }
+
+
+def _load(config: Config):
+    """The task's dataset (real images shaped for the model, or the modular equations)."""
+    if config.task == "modular":
+        from nets.data import load
+
+        return load("modular_division", p=config.p, seed=config.seed)
+    return common.load_data(config, config.model)
+
+
+def _build(config: Config, data, seed: int):
+    """A fresh network of ``config`` for ``data``, initialised from ``seed``."""
+    if config.task == "modular":
+        from flax import nnx
+
+        from nets import Transformer
+
+        return Transformer(
+            config.p + 2,
+            num_layers=config.depth,
+            d_model=config.width,
+            num_heads=4,
+            num_classes=config.p,
+            rngs=nnx.Rngs(seed),
+        )
+    return common.build_model(config.model, data, width=config.width, depth=config.depth, seed=seed)
+
+
+def _train(config: Config, data, loss: str, seeds: list[int]):
+    """Train one network per seed with ``loss`` in one program; per seed: the logged curves
+    (with the final output ranks) and (CE only) the final test D_LR of softmax(z/τ) per τ."""
+    from nets import train_many
+
+    n = len(data.x_train)
+    tc = common.train_config(
+        config,
+        n,
+        loss=loss,
+        target_scale=config.target_scale,
+        steps=config.steps or None,
+        warmup_steps=config.warmup_steps,
+    )
+    total = tc.total_steps(n // tc.batch_size)
+    models = [_build(config, data, s) for s in seeds]
+    trained, hists = train_many(
+        models,
+        data,
+        [tc] * len(seeds),
+        [jax.random.key(s) for s in seeds],
+        log_every=max(total // config.log_points, 1),
+        eval_size=config.eval_size,
+        metrics=LOGGED,
+        metric_splits=("test",),
+        progress=True,
+        vectorize=config.model != "mlp" or config.task == "modular",
+    )
+    curves, finals = [], []
+    for model, hist in zip(trained, hists, strict=True):
+        c = {k: hist.column(k).tolist() for k in ("step", "train_acc", "test_acc")}
+        for name in LOGGED:
+            c[name] = hist.column(f"{name}_test").tolist()
+        phi, z = _features_logits(model, data.x_test[: config.eval_size], tc.output_scale)
+        c["n_features"] = int(phi.shape[1])
+        final = metrics.dlr_by_output(phi, z)  # the ranks the logged D_LR used at the end
+        c["final_rank"] = {ch: int(getattr(final, ch).rank) for ch in CHOICES}
+        curves.append(c)
+        if loss == "ce":
+            finals.append(
+                [
+                    float(metrics.dlr_by_output(phi, z, temperature=t).probabilities.value)
+                    for t in config.temperatures
+                ]
+            )
+    return curves, finals
+
+
+def _features_logits(model, x, output_scale: float):
+    """Φ(x) (n, p) and the logits s_out·f(x) (n, C) of a trained model."""
+    from flax import nnx
+
+    @nnx.jit
+    def forward(m, xb):
+        phi = m.features(xb)
+        return phi, output_scale * m.head(phi)
+
+    return forward(model, jnp.asarray(x))
+
+
+_CLAIM = (
+    "D App. E (Fig 17): 'our method extends to models trained on cross-entropy loss, while the "
+    "mathematical interpretation is less straightforward'"
+)
+
+
+def comparison(per_seed: list[dict], config: Config, data, n_eval: int, p: int) -> list[dict]:
+    """One row per output choice: does the CE network's test D_LR on it read as under MSE?
+
+    Direction: D_LR falls from initialisation to the end of training
+    (:func:`~lrrich.experiments._comparison.ordered`, one seed beyond ``dlr_seed_spread``).
+    Reproduced: it falls and, in every seed, ends within ``dlr`` of the MSE control's D_LR from
+    the same initialisation (without the control: below the MF boundary 0.1, the rich regime
+    that D's grokking transformer reaches, 0.11). Not reproduced: it does not fall.
+    """
+    cmp = _comparison
+    n_seeds = len(per_seed)
+
+    def v(key):
+        return [s[key] for s in per_seed]
+
+    what = (
+        f"{config.depth}-block transformer d = {config.width}, a / b mod {config.p}"
+        if config.task == "modular"
+        else f"{config.model} width {config.width} depth {config.depth}"
+    )
+    length = f"{config.steps} steps" if config.steps else f"{config.epochs} epochs"
+    scale = f"{what}, {config.optimizer} lr {config.lr:g}, {length}, {n_seeds} seeds"
+    dataset = cmp.dataset_text(data)
+    rows = []
+    for choice in CHOICES:
+        start, end = v(f"ce_{choice}_start"), v(f"ce_{choice}_end")
+        falls = cmp.ordered(end, start, one_seed_spread="dlr_seed_spread")
+        values = {"start": start, "end": end}
+        if config.mse_twin:
+            twin = v("mse_logits_end")
+            values["mse_end"] = twin
+            matches = cmp.in_every_seed(
+                cmp.close(e, m, "dlr") for e, m in zip(end, twin, strict=True)
+            )
+            value_text = "ends within dlr of the MSE control's D_LR (same init) in every seed"
+            tolerance = cmp.tolerance("dlr")
+        else:
+            matches = cmp.below(end, cmp.MF_BOUNDARY)
+            value_text = f"ends below the MF boundary {cmp.MF_BOUNDARY}"
+            tolerance = cmp.threshold_test(cmp.MF_BOUNDARY)
+        rank = max(v(f"ce_{choice}_rank"))
+        ref = cmp.rf_reference(n_eval, p, rank, rank_source="measured")
+        measured = f"{cmp.mean_std(start, '.3f')} -> {cmp.mean_std(end, '.3f')}"
+        note = f"random features at n = {n_eval}, p = {p}, r = {ref['rank']}: {ref['dlr']:.3f}"
+        if config.mse_twin:
+            note += f"; MSE control ends at {cmp.mean_std(values['mse_end'], '.3f')}"
+        note += f"; CE test accuracy {cmp.mean_std(v('ce_test_acc'), '.1%')}"
+        rows.append(
+            cmp.row(
+                f"test D_LR on {LABELS[choice]}, init -> end (CE)",
+                "extends to CE (falls, as under MSE)",
+                measured,
+                dataset=dataset,
+                scale=scale,
+                verdict=cmp.judge(cmp.every([falls, matches]), falls),
+                criterion=f"{_CLAIM}. D_LR computed on the {LABELS[choice]}. Reproduced: it "
+                f"falls from init to the end and {value_text}; direction: it falls",
+                tolerance=f"{tolerance}; direction: {cmp.ORDER_TEST_ONE_SEED}",
+                values=values,
+                reference=ref,
+                note=note,
+            )
+        )
+    return rows
+
+
+def plot(results: dict, run_dir: Path) -> list[Path]:
+    """``cross_entropy.png``: test D_LR vs step on the three output choices (CE; MSE control
+    dashed; random-feature references dotted), test accuracy, and the final D_LR of
+    softmax(z/τ) vs τ."""
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+
+    curves = results["curves"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
+    refs = {r["quantity"]: r["reference"]["dlr"] for r in results["comparison"]}
+    for k, choice in enumerate(CHOICES):
+        col = f"C{k}"
+        steps = np.asarray(curves["ce"][0]["step"], float)
+        vals = np.array([c[choice] for c in curves["ce"]], float)
+        axes[0].plot(steps, np.nanmean(vals, 0), color=col, label=f"CE: {LABELS[choice]}")
+        axes[0].fill_between(steps, np.nanmin(vals, 0), np.nanmax(vals, 0), color=col, alpha=0.2)
+        ref = refs.get(f"test D_LR on {LABELS[choice]}, init -> end (CE)")
+        if ref is not None:
+            axes[0].axhline(ref, color=col, ls=":", lw=1)
+    if "mse" in curves:
+        steps = np.asarray(curves["mse"][0]["step"], float)
+        vals = np.array([c["logits"] for c in curves["mse"]], float)
+        axes[0].plot(steps, np.nanmean(vals, 0), "k--", label="MSE control")
+    axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
+    axes[0].set(xlabel="step", ylabel="test D_LR (dotted: random features)", ylim=(0, 1))
+    axes[0].set_title("D_LR by output choice (mean, min-max over seeds)", fontsize=9)
+    for loss, ls in (("ce", "-"), ("mse", "--")):
+        for c in curves.get(loss, []):
+            axes[1].plot(c["step"], c["test_acc"], ls, color="C0" if loss == "ce" else "k", lw=1)
+    axes[1].set(xlabel="step", ylabel="test accuracy", ylim=(0, 1.02), title="CE (solid), MSE")
+    taus = results["temperatures"]
+    for s in results["per_seed"]:
+        axes[2].semilogx(taus, s["ce_dlr_by_temperature"], "o-", ms=3, color="C2", lw=1)
+        axes[2].axhline(s["ce_centred_logits_end"], color="C1", ls=":", lw=1)
+        axes[2].axhline(s["ce_logits_end"], color="C0", ls=":", lw=1)
+    axes[2].set(xlabel="softmax temperature τ", ylabel="final test D_LR of softmax(z/τ)")
+    axes[2].set_title("dotted: logits (C0), centred logits (C1)", fontsize=9)
+    axes[2].set_ylim(0, 1)
+    axes[0].legend(fontsize=7)
+    return [save_figure(fig, Path(run_dir) / "cross_entropy.png")]
