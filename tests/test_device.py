@@ -130,3 +130,14 @@ def test_gpu_check_quick_script_plans_runs_a_phase_and_refuses_unknown_phases(tm
 
     bad = _check_script(tmp_path, "--phases", "dlr,nope", "--out", str(tmp_path / "bad"))
     assert bad.returncode != 0 and "unknown phase(s) ['nope']" in bad.stderr
+
+
+def test_value_checks_reduce_on_either_side_and_catch_nan():
+    # On the CPU NumPy reads a zero-copy view; on an accelerator the reduction runs on the device
+    # (one bool comes back, never the array). Both must still catch a single NaN or inf.
+    phi = jnp.asarray(_relu_features(512, 16, 3))
+    f = phi @ jnp.ones((16, 3), phi.dtype)
+    assert np.isfinite(float(dlr(phi, f)))
+    for bad in (jnp.nan, jnp.inf):
+        with pytest.raises(ValueError, match="NaN or inf"):
+            dlr(phi.at[7, 5].set(bad), f)
