@@ -22,8 +22,8 @@ Command: ``lrrich run kunin-grokking --out runs/kunin-grokking`` (small: MLP, p 
 corners α ∈ {1, 10} × τ ∈ {0.5, 1.5} — the points the two comparison rows read — three seeds,
 6,000 AdamW steps each; 6.1 min CPU, 11 min 48 s wall on the 2-core machine shared at a load of
 ~25). Paper scale (an accelerator): ``lrrich run kunin-grokking --scale paper`` (transformer,
-5 × 5 grid, 5 seeds, 30,000 steps). ``--set alphas=0.1,1,10 taus=0.5,1,1.5 n_seeds=1`` is the
-earlier one-seed 3 × 3 grid (2.3 min CPU).
+5 × 5 grid, 5 seeds, 30,000 steps). ``--set alphas=0.1,1,10 --set taus=0.5,1,1.5 --set
+n_seeds=1`` is the earlier one-seed 3 × 3 grid (2.3 min CPU).
 Expected (small, seeds 0 / 1 / 2): every run fits (t_fit 450–500 steps at τ = 0.5, 1,650–1,900
 at τ = 1.5); the test accuracy then jumps from ~1 % to 99 % (grokking) at t_gen 1,200 / 1,250 /
 1,200 steps for α = 10, τ = 0.5 and 1,450 / 1,300 / 1,300 for α = 1, τ = 0.5, while at τ = 1.5
