@@ -6,6 +6,7 @@
 #   benchmarks/gpu_check.sh --prepare        # here, once: wheels -> .gpu_wheels/, data -> .gpu_data/
 #   benchmarks/gpu_check.sh [ARGS...]        # on the GPU machine: installs offline, runs the phases
 #   benchmarks/gpu_check.sh --quick [ARGS...]  # here, on the CPU (JAX_PLATFORMS=cpu), tiny sizes
+#   benchmarks/gpu_check.sh --run CMD [ARGS...]  # on the GPU machine: install, then run CMD
 #
 # ARGS go to benchmarks/gpu_check.py, e.g. --phases resnet_jax,sweep (a rerun of two phases) or
 # --dry-run (print the plan). PYTHON picks the interpreter (default python3).
@@ -85,5 +86,10 @@ fi
 "$PYTHON" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir -e . \
     >/dev/null 2>&1 || install="$install; project install failed (running from the tree)"
 export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}"
+if [ "${1:-}" = "--run" ]; then  # another command in the installed environment
+    shift
+    echo "install: $install ($((SECONDS - t0)) s)"
+    exec "$@"
+fi
 exec "$PYTHON" benchmarks/gpu_check.py --out "${OUT:-out/gpu_check}" --setup-s "$((SECONDS - t0))" \
     --install "$install" "${data[@]}" "$@"

@@ -80,6 +80,17 @@ class Config(common.ImageTraining, _training.Seeds):
 
 SCALES = {
     "small": Config(),
+    # trained until the networks fit (an accelerator run): ResNet18 k = 16 on 4,000 Fashion-MNIST
+    # images, 60 epochs = 1,860 steps (lr × 0.2 every 18), Σ_t η_t = 34.7 (T's 1,458 / 42);
+    # λ from T's largest 1e-3 up to 0.025 (≈ 0.6 × T's 1e-3 × 42, the matched total decay)
+    "fit": Config(
+        width=16,
+        n_train=4000,
+        n_test=2000,
+        epochs=60,
+        step_every_epochs=18,
+        weight_decays=(0.0, 1e-3, 5e-3, 0.025),
+    ),
     "paper": common.paper_scale(
         Config,
         "cifar10",
