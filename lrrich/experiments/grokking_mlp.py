@@ -39,7 +39,8 @@ Runtime: 18 min wall, 7.0 min CPU on the 2-core CPU under a load of 10–16.
 Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and
 groks at 7,800 (delay 7,700 steps); weight / input / output downscaling generalise as they fit
 (delay 0 / 0 / 200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the
-threshold at 2,800 (delay 2,700).
+threshold at 2,800 (delay 2,700). Seeds 0–2 (GPU, docs/findings): delay 7,400 / 7,300 / > 7,900
+at the default, ≤ 0 with weight downscaling in every seed.
 
 Findings: ``docs/findings/grokking_mlp.md``.
 """

@@ -21,6 +21,9 @@ train 56 %, test 50.4 ± 3.2 %, D_LR 0.510 ± 0.009, random features at p = 32: 
 gives test 27.7 %, D_LR 0.668; λ = 0.37 collapses to constant outputs (chance accuracy, D_LR
 undefined). Verdicts: D_LR inconclusive, accuracy not reproduced, MF without weight decay not
 reproduced — this small scale does not yet test the claim (``docs/findings/weight_decay.md``).
+``--scale fit`` trains until the networks fit (ResNet18 k = 16, 4,000 images, 1,860 steps,
+λ ∈ {0, 1e-3, 5e-3, 0.025}, 3 seeds: ~7 min on an H200 beside other jobs, hours on this CPU;
+``--set width=4`` is the CPU-sized variant of the findings).
 """
 
 from __future__ import annotations
