@@ -89,7 +89,9 @@ def train_config(config: ImageTraining, n_train: int, **overrides):
     """The :class:`nets.TrainConfig` of an experiment's shared training fields.
 
     Args:
-      config: the experiment's config (an :class:`ImageTraining`).
+      config: the experiment's config (an :class:`ImageTraining`); its ``schedule`` and
+        ``step_every_epochs``, where it has them, set the learning-rate schedule (× 0.2 per step,
+        ``nets.TrainConfig``'s default).
       n_train: training-set size (caps the batch size).
       overrides: any other TrainConfig field (e.g. the swept ``lr``, ``target_downscale``).
     """
@@ -98,6 +100,9 @@ def train_config(config: ImageTraining, n_train: int, **overrides):
         epochs=config.epochs,
         output_scale=config.output_scale,
         augment=config.augment,
+    )
+    shared.update(
+        {k: getattr(config, k) for k in ("schedule", "step_every_epochs") if hasattr(config, k)}
     )
     return _training.train_config(config, **{**shared, **overrides})
 

@@ -162,13 +162,7 @@ def _one_seed(config: Config, run_dir: Path) -> dict:
         snaps["out_ev"].append(out_ev)
         snaps["acc"].append(float(np.mean(out_ev.argmax(1) == y_ev)))
 
-    tc = common.train_config(
-        config,
-        len(data.x_train),
-        schedule=config.schedule,
-        step_every_epochs=config.step_every_epochs,
-        step_factor=0.2,
-    )
+    tc = common.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     train(
         model0,

@@ -141,13 +141,7 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError("shuffle_fractions is empty: give at least one fraction in [0, 1]")
     seeds = _training.seed_list(config)
     data = common.load_data(config, config.model)
-    tc = common.train_config(
-        config,
-        len(data.x_train),
-        schedule="step",
-        step_every_epochs=config.step_every_epochs,
-        step_factor=0.2,
-    )
+    tc = common.train_config(config, len(data.x_train), schedule="step")
     points, per_seed = {}, {}
     for frac in config.shuffle_fractions:
         res = common.train_seeds(

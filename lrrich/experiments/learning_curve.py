@@ -156,7 +156,6 @@ def run(config: Config, run_dir: Path) -> dict:
                 step_every_epochs=max(
                     1, round(config.step_every_epochs * steps / config.epochs / spe)
                 ),
-                step_factor=0.2,
             )
             runs = common.train_seeds(
                 config.model,

@@ -144,9 +144,6 @@ def run(config: Config, run_dir: Path) -> dict:
             config,
             len(data.x_train),
             lr=config.lr if model == "resnet18" else config.vgg_lr,
-            schedule=config.schedule,
-            step_every_epochs=config.step_every_epochs,
-            step_factor=0.2,
         )
         res = common.train_point(
             model,

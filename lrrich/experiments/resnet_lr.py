@@ -125,13 +125,7 @@ def run(config: Config, run_dir: Path) -> dict:
     seeds = _training.seed_list(config)
     points, per_seed, by_suffix = {}, {}, {}
     for lr in config.lrs:
-        tc = common.train_config(
-            config,
-            len(data.x_train),
-            lr=lr,
-            schedule=config.schedule,
-            step_every_epochs=config.step_every_epochs,
-        )
+        tc = common.train_config(config, len(data.x_train), lr=lr)
         label = f"lr={common.tag(lr)}"
         runs = []
         for seed in seeds:

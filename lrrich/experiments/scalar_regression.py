@@ -137,13 +137,7 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
     model = common.build_model(
         config.model, data, width=config.width, depth=config.depth, seed=config.seed
     )
-    tc = common.train_config(
-        config,
-        len(data.x_train),
-        schedule=config.schedule,
-        step_every_epochs=config.step_every_epochs,
-        step_factor=0.2,
-    )
+    tc = common.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     model, hist = train(
         model,

@@ -118,17 +118,7 @@ def run(config: Config, run_dir: Path) -> dict:
     seeds = _training.seed_list(config)
     grid = [(wd, s) for wd in wds for s in seeds]
     n = len(data.x_train)
-    configs = [
-        common.train_config(
-            config,
-            n,
-            weight_decay=wd,
-            schedule="step",
-            step_every_epochs=config.step_every_epochs,
-            step_factor=0.2,
-        )
-        for wd, _ in grid
-    ]
+    configs = [common.train_config(config, n, weight_decay=wd, schedule="step") for wd, _ in grid]
     models = [
         common.build_model(config.model, data, width=config.width, depth=config.depth, seed=s)
         for _, s in grid
