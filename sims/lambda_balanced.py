@@ -58,6 +58,7 @@ QR (vmap and derivatives keep the elementwise Householder of step 2).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -314,12 +315,10 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
     sig = sig / jnp.linalg.norm(sig, ord=2, axis=(1, 2))[:, None, None]
     lam = jax.random.uniform(ks[1], (n_cases,), minval=-4.0, maxval=4.0)
     scale = 10 ** jax.random.uniform(ks[2], (n_cases,), minval=-3.0, maxval=0.3)
-    W1, W2 = jax.vmap(lambda k, s, la: _balanced_init(k, d, h, c, s, la))(
-        jax.random.split(ks[3], n_cases), scale, lam
-    )
+    W1, W2 = _verify_inits(jax.random.split(ks[3], n_cases), scale, lam, d, h, c)
     t = jnp.broadcast_to(jnp.linspace(0.0, 40.0, 41), (n_cases, 41))
     ref = _reference(W1, W2, sig, t)
-    sol = jax.vmap(_solve)(W1, W2, sig, t)
+    sol = _verify_solve(W1, W2, sig, t)
     size = (1.0 + jnp.abs(lam))[:, None, None, None]  # ‖Σ‖₂ = 1
     errs = [
         jnp.max(jnp.abs(a - b) / size)
@@ -840,6 +839,16 @@ def _balanced_init(key, d, h, c, scale, lam):
     W1 = (O * s1[None, :]) @ A.T
     W2 = (B * s2[None, :]) @ O.T
     return W1, W2
+
+
+# verify's batched init and closed form as one compiled program each: evaluated eagerly, vmap
+# compiled every primitive of the unrolled paths separately (thousands of small XLA programs).
+@functools.partial(jax.jit, static_argnums=(3, 4, 5))
+def _verify_inits(keys, scale, lam, d, h, c):
+    return jax.vmap(lambda k, s, la: _balanced_init(k, d, h, c, s, la))(keys, scale, lam)
+
+
+_verify_solve = jax.jit(jax.vmap(_solve))
 
 
 @jax.jit

@@ -40,6 +40,10 @@ def _blocks_close(sol, i, X, d, atol):
 def test_verify_against_integrator():
     # Unaligned inits, λ ∈ [−4, 4], scales 1e-3–2, t ∈ [0, 40] (past convergence).
     assert lambda_balanced.verify(jax.random.key(0), 6) <= 1e-8
+    # one compiled program for the batched closed form and one for the inits (evaluated eagerly,
+    # vmap compiled each primitive of the unrolled paths separately: ~600 programs)
+    assert lambda_balanced._verify_solve._cache_size() == 1
+    assert lambda_balanced._verify_inits._cache_size() == 1
 
 
 @pytest.mark.parametrize("lam, scale", [(0.0, 1e-12), (1.0, 1e-3), (-3.0, 1.0), (1e-3, 0.5)])
@@ -230,6 +234,12 @@ def test_many_times_and_vmapped_trajectories_return():
     assert batched.shape == (8, 1000, 3, 4) and np.all(np.isfinite(batched))
 
 
+# One compiled program per evaluation path and shape: evaluated eagerly, every primitive of the
+# unrolled factorisations is compiled as its own XLA program (thousands per test).
+_path = jax.jit(lambda_balanced._solve_path, static_argnums=4)
+
+
+@jax.jit
 def _both_paths(W1, W2, sig, t):
     """X(t) (N, n, n) in F's eigenbasis from the Cholesky and the Householder paths, and κ(Ŝ)."""
     f, _, _, Wm, L0 = lambda_balanced._eigenbasis(W1, W2, sig)
@@ -278,7 +288,7 @@ def test_phase_diagram_same_under_jit_and_on_both_paths():
     for i, lam in enumerate(lams):
         for j, s in enumerate(scales):
             W1, W2 = lambda_balanced._balanced_init(jax.random.key(7), 4, 2, 3, s, lam)
-            ref, _ = lambda_balanced._solve_path(W1, W2, sig, jnp.asarray(8.0), "householder")
+            ref, _ = _path(W1, W2, sig, jnp.asarray(8.0), "householder")
             np.testing.assert_allclose(eager.kernel_distance[i, j], ref.kernel_distance, atol=1e-13)
 
 
@@ -305,20 +315,20 @@ def test_direct_path_agrees_and_hands_over():
     keys = jax.random.split(jax.random.key(9), 5)
     for i, lam in enumerate(np.linspace(-2.0, 2.0, 5)):
         W1, W2 = balanced_init(keys[i], 4, 3, 3, 0.1, lam)
-        direct, ok = lambda_balanced._solve_path(W1, W2, sig, t, "direct")
-        ref, _ = lambda_balanced._solve_path(W1, W2, sig, t, "householder")
+        direct, ok = _path(W1, W2, sig, t, "direct")
+        ref, _ = _path(W1, W2, sig, t, "householder")
         assert bool(ok)
         rounding = tolerance(jnp.float64, "rounding")  # one formula, two evaluations
         for a, b in zip(direct[:3], ref[:3], strict=True):
             np.testing.assert_allclose(a, b, atol=rounding * (1 + float(jnp.max(jnp.abs(b)))))
-        _, ok_late = lambda_balanced._solve_path(W1, W2, sig, jnp.array([1.0, 1e4]), "direct")
+        _, ok_late = _path(W1, W2, sig, jnp.array([1.0, 1e4]), "direct")
         assert not bool(ok_late)
     W1s, W2s, _ = _aligned(np.array([2.0, 1.0]), np.array([1e-3, 1e-2]), 0.0)
     S = jnp.diag(jnp.array([3.0, 2.0, 1.0]))
     W1a = jnp.concatenate([jnp.full((2, 1), 1e-12), W1s], axis=1)  # a 1e-12 trace of the top mode
     W2a = jnp.concatenate([jnp.full((1, 2), 1e-12), W2s], axis=0)
     dense = jnp.linspace(0.0, 60.0, 61)
-    assert not bool(lambda_balanced._solve_path(W1a, W2a, S, dense, "direct")[1])
+    assert not bool(_path(W1a, W2a, S, dense, "direct")[1])
     ts = jnp.array([0.0, 20.0, 40.0, 60.0])  # κ(Ŝ) is small at these four: direct, still exact
     sol = jax.jit(lambda a, b: solve(a, b, S, ts))(W1a, W2a)
     for i, t_i in enumerate(ts):
@@ -339,10 +349,10 @@ def test_vmap_chunks_fall_back_per_trajectory():
     )
     W1, W2 = W1.at[50].set(W1a), W2.at[50].set(W2a)
     t = jnp.linspace(0.0, 30.0, 50)
-    assert not bool(lambda_balanced._solve_path(W1a, W2a, S, t, "direct")[1])
+    assert not bool(_path(W1a, W2a, S, t, "direct")[1])
     batched = jax.jit(jax.vmap(lambda a, b: solve(a, b, S, t).network))(W1, W2)
     for i in (0, 34, 35, 50, 69):
-        ref, _ = lambda_balanced._solve_path(W1[i], W2[i], S, t, "householder")
+        ref, _ = _path(W1[i], W2[i], S, t, "householder")
         np.testing.assert_allclose(batched[i], ref.network, atol=tolerance(S.dtype, "rounding"))
 
 
@@ -354,7 +364,7 @@ def test_grad_past_the_direct_horizon_and_under_vmap():
     t = jnp.array([1.0, 1e3, 1e4])
 
     def loss_at(scale):
-        W1, W2 = balanced_init(jax.random.key(12), 4, 3, 3, scale, 0.5)
+        W1, W2 = balanced_init(jax.random.key(12), 4, 2, 3, scale, 0.5)  # h = 2: a smaller program
         return jnp.sum(solve(W1, W2, sig, t).network)
 
     g, j = jax.grad(loss_at)(0.1), jax.jacfwd(loss_at)(0.1)
