@@ -23,7 +23,8 @@ undefined). Verdicts: D_LR inconclusive, accuracy not reproduced, MF without wei
 reproduced — this small scale does not yet test the claim (``docs/findings/weight_decay.md``).
 ``--scale fit`` trains until the networks fit (ResNet18 k = 16, 4,000 images, 1,860 steps,
 λ ∈ {0, 1e-3, 5e-3, 0.025}, 3 seeds: ~7 min on an H200 beside other jobs, hours on this CPU;
-``--set width=4`` is the CPU-sized variant of the findings).
+``--set width=4 --set weight_decays=0,0.001,0.005`` is the CPU-sized run of the findings:
+1 h 42 min wall at a load of 4–8).
 """
 
 from __future__ import annotations
