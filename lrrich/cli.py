@@ -106,8 +106,9 @@ def _cmd_sweep(args) -> int:
         executor=args.executor,
         slurm=_slurm_options(args) if args.executor != "local" else None,
         shard=parse_shard(args.shard) if args.shard else None,
-        vmap=args.vmap,
+        vmap=args.vmap or args.vectorize,
         fixed=_parse_sets(args.set),
+        vectorize=args.vectorize,
     )
     if not args.quiet:
         print(text_table(result))
@@ -219,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--vmap", action="store_true", help="run the points as one vmapped program when possible"
+    )
+    s.add_argument(
+        "--vectorize",
+        action="store_true",
+        help="with --vmap (implied): step the stacked runs as one jax.vmap — batched matmuls, "
+        "faster for small models, equal to separate runs to round-off instead of bitwise",
     )
     g = s.add_argument_group("slurm (with --executor slurm)")
     g.add_argument("--slurm-partition", default=None)

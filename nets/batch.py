@@ -6,9 +6,10 @@ A sweep runs each point's unchanged experiment code in its own thread inside
 called ``train`` or left the batcher; the waiting calls are grouped — same data, model structure,
 static config, run length, logging and metrics — and each group of two or more runs as one
 stacked :func:`nets.loop.fit` whose runs step one after another inside one program
-(``vectorize=False``); the rest run alone as usual. Each call returns (or raises, e.g.
-:class:`nets.TrainingDiverged`) exactly — bitwise — what its own ``train`` would, and writes
-``run_dir/metrics.jsonl`` the same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
+(``vectorize=False``, the default) or as one ``jax.vmap`` (``TrainBatcher(vectorize=True)``); the
+rest run alone as usual. Each call returns (or raises, e.g. :class:`nets.TrainingDiverged`) what
+its own ``train`` would — bitwise unless vectorized — and writes ``run_dir/metrics.jsonl`` the
+same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
 
 Failure modes (tests/nets/test_batch.py):
 
@@ -81,12 +82,16 @@ class TrainBatcher:
         that a thread gives up while its ``train`` call waits): on a machine with few cores, the
         points' evaluation, figures and reports then run as they would one after another,
         instead of competing for the cores and the interpreter lock.
+      vectorize: a group's runs step as one ``jax.vmap`` (batched matmuls: faster where the
+        model is small, but each run then equals its own ``train`` to round-off per step, not
+        bitwise); False (default): one after another inside the program, bitwise.
     """
 
-    def __init__(self, workers: int, *, one_at_a_time: bool = False):
+    def __init__(self, workers: int, *, one_at_a_time: bool = False, vectorize: bool = False):
         if workers < 1:
             raise ValueError(f"workers must be ≥ 1, got {workers}")
         self._turn = threading.Lock() if one_at_a_time else None
+        self.vectorize = bool(vectorize)
         self._cond = threading.Condition()
         self._active = workers
         self._pending: list[_Call] = []
@@ -166,7 +171,7 @@ class TrainBatcher:
                 [c.kwargs["key"] for c in group], stacked=True, log_every=kw["log_every"],
                 eval_size=kw["eval_size"], metrics=kw["metrics"],
                 metric_splits=kw["metric_splits"], run_dirs=[c.kwargs["run_dir"] for c in group],
-                vectorize=False,
+                vectorize=self.vectorize,
             )  # fmt: skip
         except Exception as e:
             for c in group:

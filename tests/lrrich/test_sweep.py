@@ -153,6 +153,8 @@ def test_bad_seed_requests_are_refused(tmp_path):
         run_sweep("toy", parse_grid(["scale=1"]), tmp_path, fixed={"scale": "2"})
     with pytest.raises(ValueError, match="--executor must be one of"):
         run_sweep("toy", parse_grid(["scale=1"]), tmp_path, executor="mpi")
+    with pytest.raises(ValueError, match="--vectorize applies to --vmap sweeps"):
+        run_sweep("toy", parse_grid(["scale=1"]), tmp_path, vectorize=True)
     assert not any(tmp_path.iterdir())
 
 
@@ -203,7 +205,7 @@ class _VmapUnsupported(Exception):
 def test_vmap_falls_back_to_processes_with_one_line(tmp_path, monkeypatch, capsys, error, line):
     fake = types.ModuleType("lrrich.sweep_vmap")
 
-    def run_points(exp, configs, run_dirs, scale):
+    def run_points(exp, configs, run_dirs, scale, vectorize=False):
         raise error
 
     fake.VmapUnsupported, fake.run_points = _VmapUnsupported, run_points
@@ -219,7 +221,7 @@ def test_vmap_runs_the_unfinished_points_in_one_call(tmp_path, monkeypatch):
     fake = types.ModuleType("lrrich.sweep_vmap")
     fake.VmapUnsupported = type("VmapUnsupported", (Exception,), {})
 
-    def run_points(exp, configs, run_dirs, scale):
+    def run_points(exp, configs, run_dirs, scale, vectorize=False):
         calls.append(([c.scale for c in configs], [d.name for d in run_dirs], scale))
         for c, d in zip(configs, run_dirs, strict=True):
             io.write_json(d / "results.json", {"status": "finished", "summary": {"y": -c.scale}})

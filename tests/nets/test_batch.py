@@ -66,6 +66,22 @@ def test_stacked_calls_equal_their_own_train(small, monkeypatch):
         ]
 
 
+def test_vectorized_batcher_steps_the_group_as_one_vmap_close_to_own_train(small, monkeypatch):
+    seen = []
+    real = nets.loop.fit
+    monkeypatch.setattr(
+        nets.batch, "fit", lambda m, *a, **k: seen.append(k["vectorize"]) or real(m, *a, **k)
+    )
+    batcher = TrainBatcher(2, vectorize=True)
+    work = [lambda s=s: train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)]
+    out = _threads(work, batcher)
+    assert seen == [True] and batcher.batched_runs == 2
+    for s in (0, 1):  # batched matmuls reorder float32 sums: close, not bitwise (a few steps)
+        _, ref = train(_mlp(s), small, CFG, key=jax.random.key(s), **KW)
+        for got, want in zip(out[s][1].records, ref.records, strict=True):
+            np.testing.assert_allclose(got["test_loss"], want["test_loss"], rtol=1e-4)
+
+
 def _times(hist, j):
     """The timing entries of record j of ``hist`` (they differ between any two runs)."""
     return {k: hist.records[j][k] for k in ("train_time", "log_time")}
