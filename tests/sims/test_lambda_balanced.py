@@ -363,11 +363,12 @@ def test_grad_past_the_direct_horizon_and_under_vmap():
     sig = jax.random.normal(jax.random.key(11), (3, 4))
     t = jnp.array([1.0, 1e3, 1e4])
 
+    @jax.jit  # compiled once for both points of the difference
     def loss_at(scale):
         W1, W2 = balanced_init(jax.random.key(12), 4, 2, 3, scale, 0.5)  # h = 2: a smaller program
         return jnp.sum(solve(W1, W2, sig, t).network)
 
-    g, j = jax.grad(loss_at)(0.1), jax.jacfwd(loss_at)(0.1)
+    g, j = jax.jit(jax.grad(loss_at))(0.1), jax.jit(jax.jacfwd(loss_at))(0.1)
     fd = (loss_at(0.1 + 1e-6) - loss_at(0.1 - 1e-6)) / 2e-6
     rounding, fd_tol = tolerance(t.dtype, "rounding"), tolerance(t.dtype, "finite_difference")
     assert np.isfinite(float(g))
