@@ -17,9 +17,11 @@ Timings: a stacked run's ``History`` times are its share, 1/R, of the program's 
 (``History.runs_in_program`` = R), so a point's ``*_train_seconds`` is per run; ``timing.wall_s`` is
 its thread's wall time, which overlaps the other points' (``timing.vmap_points`` says how many).
 
-Agreement with ``--jobs``: the results are bitwise those of separate runs (:data:`VMAP_RTOL`);
-with ``--vectorize`` the runs step as one ``jax.vmap`` and agree to round-off only
-(:data:`VECTORIZE_NOTE`).
+Agreement with ``--jobs``: the results are bitwise those of separate runs (:data:`VMAP_RTOL`).
+``--vectorize`` (``run_points(vectorize=True)``) steps a group's runs as one ``jax.vmap`` instead:
+batched matmuls, faster training steps for small models (``benchmarks/bench_vmap_sweep.py``). Each
+run then equals its own ``train`` to float32 round-off per step (the sums are reordered), which
+training amplifies where it is chaotic (large learning rates); no tolerance is promised.
 """
 
 from __future__ import annotations
@@ -46,14 +48,6 @@ _PLOT_LOCK = threading.Lock()
 #: accuracy 0.444 vs 0.381 at lr 0.01. For those wide layers the sequential form is also faster.
 VMAP_RTOL = 0.0
 
-#: ``lrrich sweep --vmap --vectorize`` (``run_points(vectorize=True)``) steps a group's runs as one
-#: ``jax.vmap``: batched matmuls, the fast form for small models, whose steps cost little more
-#: than their dispatch. Each run then equals its own ``train`` to float32 round-off per step (the
-#: sums are reordered), which training amplifies where it is chaotic (large learning rates); a
-#: reader comparing such a sweep with ``--jobs`` compares two equally valid float32 runs, not
-#: the same run. No tolerance is promised.
-VECTORIZE_NOTE = "runs stepped as one jax.vmap: equal to separate runs to round-off per step"
-
 
 class VmapUnsupported(RuntimeError):
     """The experiment or its points cannot be vmapped; the sweep runs them as processes."""
@@ -75,7 +69,7 @@ def run_points(
       run_dirs: one run folder per config (an existing run folder is resumed, as a sweep does).
       scale: the preset the configs were derived from (recorded in ``config.json``).
       vectorize: step each group's runs as one ``jax.vmap`` (``TrainBatcher(vectorize=True)``):
-        faster for small models, equal to separate runs to round-off (:data:`VECTORIZE_NOTE`)
+        faster steps for small models, equal to separate runs to round-off (module docstring)
         instead of bitwise; recorded as ``timing.vmap_vectorized`` in each point's results.
 
     Returns:
