@@ -15,6 +15,7 @@ steps η·η_a, η·η_w — the discretisation of ``solve(..., eta_a=η_a, eta_
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -89,13 +90,16 @@ def simulate(
         e = _checks.as_float(e, "eta")
         _checks.check_finite(e, "eta")
         _checks.check_positive(e, "eta", strict=False)
+    eta = jax.tree.map(jnp.asarray, eta)
     return _simulate(loss, params0, task, lr.astype(dtype), eta, int(n_steps), int(every))
 
 
+# One compiled program per (loss, shapes, n_steps, every): a new init, task, lr or eta reuses it.
+@functools.partial(jax.jit, static_argnums=(0, 5, 6))
 def _simulate(loss, params0, task, lr, eta, n_steps, every):
     grad = jax.value_and_grad(loss)
-    if isinstance(eta, int | float):
-        steps = jax.tree.map(lambda x: lr * eta, params0)
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(eta)):
+        steps = jax.tree.map(lambda x: lr * jnp.asarray(eta, x.dtype), params0)
     else:
         steps = jax.tree.map(lambda x, e: lr * jnp.asarray(e, x.dtype), params0, eta)
 

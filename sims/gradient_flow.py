@@ -10,6 +10,7 @@ Run it under float64 (``jax.enable_x64(True)``) for reference-quality answers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ def vector_field_flow(
     t = jnp.asarray(t)
     if t.ndim != 1 or t.shape[0] == 0:
         raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
-    term = diffrax.ODETerm(lambda s, y, a: field(y, a))
+    term = _ode_term(field)
     sol = diffrax.diffeqsolve(
         term,
         solver if solver is not None else diffrax.Dopri8(),
@@ -95,14 +96,43 @@ def gradient_flow(
       >>> loss = lambda p, S: 0.5 * (p["a"] * p["b"] - S) ** 2
       >>> ys = gradient_flow(loss, {"a": 0.1, "b": 0.1}, jnp.linspace(0, 10, 5), 2.0)
     """
+    lr = jax.tree.map(jnp.asarray, lr)  # traced, like the data: a new rate reuses the program
+    return vector_field_flow(
+        _descent_field(loss), params0, t, (args, lr), rtol=rtol, atol=atol, max_steps=max_steps,
+        solver=solver,
+    )  # fmt: skip
+
+
+# diffrax compiles `diffeqsolve` once per vector-field *function* (and shapes): the same loss must
+# give the same function object, or every call compiles the whole integrator again (seconds each).
+def _cached(make: Callable) -> Callable:
+    """``make(fn)`` memoised on ``fn``'s identity (uncached for the rare unhashable callable)."""
+    cached = functools.lru_cache(maxsize=256)(make)
+
+    def get(fn):
+        try:
+            return cached(fn)
+        except TypeError:  # unhashable callable object
+            return make(fn)
+
+    return get
+
+
+@_cached
+def _ode_term(field: Callable) -> diffrax.ODETerm:
+    return diffrax.ODETerm(lambda s, y, a: field(y, a))
+
+
+@_cached
+def _descent_field(loss: Callable) -> Callable:
+    """−η ⊙ ∇L as a field of (θ, (args, η)); η a scalar or a pytree like θ."""
     grad = jax.grad(loss)
 
-    def field(params, a):
-        g = grad(params, a)
-        if isinstance(lr, int | float):
+    def field(params, args_lr):
+        args, lr = args_lr
+        g = grad(params, args)
+        if jax.tree_util.treedef_is_leaf(jax.tree.structure(lr)):
             return jax.tree.map(lambda gi: -lr * gi, g)
         return jax.tree.map(lambda gi, ei: -ei * gi, g, lr)
 
-    return vector_field_flow(
-        field, params0, t, args, rtol=rtol, atol=atol, max_steps=max_steps, solver=solver
-    )
+    return field
