@@ -18,6 +18,7 @@ from flax import nnx
 
 from nets.models import LeNet5, layers
 from nets.models.conv_pool import blocked_kernel_index, conv_pool
+from tests.draws import normal
 
 ACTS = {"relu": jax.nn.relu, "tanh": jnp.tanh, "gelu": jax.nn.gelu, "none": None}
 
@@ -55,7 +56,7 @@ def _values_and_gradients(case, dtype):
     c, o, k, padding, (h, w), size, kind, act_name, monotone, torch_defaults = case
     conv = _conv(c, o, k, padding, torch_defaults, dtype)
     graphdef, params, rest = nnx.split(conv, nnx.Param, ...)
-    x = jax.random.normal(jax.random.key(0), (3, h, w, c), dtype)
+    x = normal(0, (3, h, w, c), dtype)
     act = ACTS[act_name]
     fns = (
         lambda m, x: conv_pool(m, x, size=size, kind=kind, act=act, monotone=monotone),
@@ -67,7 +68,7 @@ def _values_and_gradients(case, dtype):
         out = []
         for fn in fns:
             y, vjp = jax.vjp(lambda p, x, fn=fn: fn(nnx.merge(graphdef, p, rest), x), params, x)
-            cotangent = jax.random.normal(jax.random.key(2), y.shape, dtype)
+            cotangent = normal(2, y.shape, dtype)
             out.append((y, vjp(cotangent)))
         return out
 
@@ -93,7 +94,7 @@ def test_values_and_gradients_match_flax_composition(case, dtype):
 def test_monotone_activation_gives_the_same_values_and_gradients():
     """max_w act(z_w + β) = act(max_w z_w + β) for ReLU and tanh, gradients included."""
     conv = layers.conv(2, 3, 3, torch_defaults=True, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
-    x = jax.random.normal(jax.random.key(0), (2, 10, 10, 2), jnp.float64)
+    x = normal(0, (2, 10, 10, 2), jnp.float64)
     for act in (jax.nn.relu, jnp.tanh):
         fns = [
             lambda x, m=m, act=act: conv_pool(conv, x, size=2, act=act, monotone=m) for m in (0, 1)
@@ -126,7 +127,7 @@ def test_blocked_kernel_index_is_the_definition():
 )
 def test_other_convolutions_fall_back_to_the_composition(kwargs):
     conv = nnx.Conv(2, 3, (3, 3), param_dtype=jnp.float64, rngs=nnx.Rngs(0), **kwargs)
-    x = jax.random.normal(jax.random.key(0), (2, 12, 12, 2), jnp.float64)
+    x = normal(0, (2, 12, 12, 2), jnp.float64)
     got = conv_pool(conv, x, size=2, act=jax.nn.relu)
     np.testing.assert_allclose(got, _reference(conv, x, 2, "max", jax.nn.relu), rtol=1e-14)
 
@@ -134,7 +135,7 @@ def test_other_convolutions_fall_back_to_the_composition(kwargs):
 def test_lenet5_matches_flax_composition_under_jit():
     """The model's features (two conv_pool blocks) = conv → ReLU → max_pool by Flax, jitted."""
     model = LeNet5(rngs=nnx.Rngs(0))
-    x = jax.random.normal(jax.random.key(1), (4, 32, 32, 1))
+    x = normal(1, (4, 32, 32, 1))
 
     @nnx.jit
     def reference(m, x):

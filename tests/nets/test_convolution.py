@@ -18,6 +18,7 @@ from jax import lax
 
 from nets.models import LeNet5, ResNet18
 from nets.xla_cpu import conv_general_dilated, loop_friendly
+from tests.draws import normal
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -42,14 +43,13 @@ def _loss(conv):
 @pytest.mark.parametrize("case", CASES, ids=[f"k{c[3]}-s{c[4]}" for c in CASES])
 def test_values_and_gradients_match_jax_transpose_rules(case):
     (h, w), c, o, kernel, strides, padding = case
-    keys = jax.random.split(jax.random.key(0), 3)
-    x = jax.random.normal(keys[0], (2, h, w, c), jnp.float64)
-    k = jax.random.normal(keys[1], (*kernel, c, o), jnp.float64)
+    x = normal(0, (2, h, w, c), jnp.float64)
+    k = normal(1, (*kernel, c, o), jnp.float64)
     y = lax.conv_general_dilated(x, k, strides, padding, dimension_numbers=NHWC)
     np.testing.assert_array_equal(
         conv_general_dilated(x, k, strides, padding, dimension_numbers=NHWC), y
     )
-    cotangent = jax.random.normal(keys[2], y.shape, jnp.float64)
+    cotangent = normal(2, y.shape, jnp.float64)
     ours = jax.jit(jax.grad(_loss(conv_general_dilated), (0, 1)), static_argnums=(2, 3))
     ref = jax.jit(jax.grad(_loss(lax.conv_general_dilated), (0, 1)), static_argnums=(2, 3))
     for a, b in zip(ours(x, k, strides, padding, cotangent), ref(x, k, strides, padding, cotangent),
@@ -76,7 +76,7 @@ def test_loop_friendly_copies_the_model_and_keeps_forward_mode():
     fast = loop_friendly(model)
     assert fast.conv1.conv_general_dilated is conv_general_dilated
     assert model.conv1.conv_general_dilated is lax.conv_general_dilated  # model untouched
-    x = jax.random.normal(jax.random.key(1), (3, 32, 32, 1))
+    x = normal(1, (3, 32, 32, 1))
     np.testing.assert_array_equal(fast(x), model(x))
     # forward mode still works on the model itself (a custom_vjp has none)
     tangent = jax.tree.map(jnp.ones_like, nnx.state(model, nnx.Param))
@@ -89,8 +89,8 @@ def test_training_scan_is_not_the_naive_loop():
     docstring); ours keeps the jitted speed. Loose bound (4×) for noisy CI machines."""
     if jax.default_backend() != "cpu":
         pytest.skip("an XLA:CPU property")
-    x = jax.random.normal(jax.random.key(0), (128, 16, 16, 4))
-    k = jax.random.normal(jax.random.key(1), (3, 3, 4, 24))
+    x = normal(0, (128, 16, 16, 4))
+    k = normal(1, (3, 3, 4, 24))
 
     def timed(conv):
         grad = jax.grad(lambda k: jnp.sum(conv(x, k, (1, 1), "VALID", dimension_numbers=NHWC) ** 2))
@@ -110,7 +110,7 @@ def test_resnet18_gradients_match_through_the_training_graph():
     loop-friendly copy equal the stock model's (float64, 1e-10 relative)."""
     model = ResNet18(num_classes=3, k=4, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
     model.eval()  # BatchNorm with its running statistics: a pure function of the parameters
-    x = jax.random.normal(jax.random.key(2), (2, 32, 32, 3), jnp.float64)
+    x = normal(2, (2, 32, 32, 3), jnp.float64)
 
     def grads(m):
         graphdef, params, rest = nnx.split(m, nnx.Param, ...)

@@ -16,6 +16,7 @@ from nets import (
     shuffle_labels,
 )
 from nets.augment import random_crop_flip
+from tests.draws import normal
 
 
 def _p(model):
@@ -26,7 +27,7 @@ def _p(model):
 @pytest.mark.parametrize("act", ["relu", "leaky_relu", "linear"])
 def test_layer_balance_keeps_the_initial_function(alpha, act):
     model = MLP(5, (7, 6, 4), 3, activation=act, rngs=nnx.Rngs(1))
-    x = jax.random.normal(jax.random.key(0), (20, 5))
+    x = normal(0, (20, 5))
     out = balance_layers(model, alpha)
     np.testing.assert_allclose(out(x), model(x), rtol=1e-5, atol=1e-6)
     a, b = _p(model), _p(out)
@@ -77,7 +78,7 @@ def test_label_knobs():
 
 
 def test_cifar_augmentation_crops_and_flips():
-    x = jax.random.normal(jax.random.key(0), (64, 32, 32, 3))
+    x = normal(0, (64, 32, 32, 3))
     out = random_crop_flip(x, jax.random.key(1))
     assert out.shape == x.shape
     np.testing.assert_array_equal(out, random_crop_flip(x, jax.random.key(1)))

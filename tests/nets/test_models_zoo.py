@@ -27,6 +27,7 @@ from nets.models import (
     layers,
 )
 from nets.models.transformer import DecoderBlock
+from tests.draws import normal
 
 P = 97  # modular division mod p: vocabulary p + 2 ("a ∘ b =")
 
@@ -36,7 +37,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _images(n: int, size: int, channels: int, seed: int = 0) -> jax.Array:
-    return jax.random.normal(jax.random.key(seed), (n, size, size, channels), jnp.float32)
+    return normal(seed, (n, size, size, channels))
 
 
 def _tokens(n: int) -> jax.Array:
@@ -290,7 +291,7 @@ def test_dropout_train_eval(tiny_models):
 
 
 def test_layernorm_torch_eps():
-    x = np.asarray(jax.random.normal(jax.random.key(10), (3, 8)), np.float64) * 3e-3
+    x = np.asarray(normal(10, (3, 8), np.float64)) * 3e-3
     ln = layers.layer_norm(8, torch_defaults=True, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
     ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(ln(jnp.asarray(x)), ref, rtol=1e-10)
@@ -308,7 +309,7 @@ def block64():
 
 def test_decoder_mlp_uses_exact_gelu(block64):
     block = block64
-    x = np.asarray(jax.random.normal(jax.random.key(11), (2, 3, 8)), np.float64) * 3
+    x = np.asarray(normal(11, (2, 3, 8), np.float64)) * 3
     h = x @ np.asarray(block.fc1.kernel[...]) + np.asarray(block.fc1.bias[...])
     g = 0.5 * h * (1 + _erf(h / math.sqrt(2)))  # exact GELU, torch nn.GELU()
     ref = g @ np.asarray(block.fc2.kernel[...]) + np.asarray(block.fc2.bias[...])
@@ -318,8 +319,8 @@ def test_decoder_mlp_uses_exact_gelu(block64):
 def test_causal_attention_matches_naive(block64):
     d, h, n, length = 8, 2, 2, 4
     attn = block64.attn
-    attn.qkv.bias.set_value(jax.random.normal(jax.random.key(13), (3 * d,), jnp.float64))
-    x = np.asarray(jax.random.normal(jax.random.key(14), (n, length, d)), np.float64)
+    attn.qkv.bias.set_value(normal(13, (3 * d,), jnp.float64))
+    x = np.asarray(normal(14, (n, length, d), np.float64))
     qkv = x @ np.asarray(attn.qkv.kernel[...]) + np.asarray(attn.qkv.bias[...])
     q, k, v = qkv[..., :d], qkv[..., d : 2 * d], qkv[..., 2 * d :]
     out = np.zeros_like(x)
@@ -345,7 +346,7 @@ def test_decoder_block_last_only_is_the_last_row(norm):
     block = DecoderBlock(
         8, 2, 4, norm=norm, torch_defaults=True, param_dtype=jnp.float64, rngs=nnx.Rngs(3)
     )
-    x = jax.random.normal(jax.random.key(15), (3, 5, 8), jnp.float64)
+    x = normal(15, (3, 5, 8), jnp.float64)
     full = block(x)
     np.testing.assert_allclose(block(x, last_only=True), full[:, -1:], rtol=1e-12, atol=1e-13)
     # and a change at an earlier position still reaches the last one through attention
@@ -523,11 +524,11 @@ def test_pool2d_matches_windowed_reduction_values_and_gradients(kind, shape, siz
     """Reshape pooling = flax's reduce_window pooling (values; gradients on untied inputs)."""
     from nets.models.layers import pool2d
 
-    x = jax.random.normal(jax.random.key(0), shape)
+    x = normal(0, shape)
     ref_fn = nnx.max_pool if kind == "max" else nnx.avg_pool
     ref = lambda x: ref_fn(x, (size, size), strides=(size, size))  # noqa: E731
     np.testing.assert_allclose(pool2d(x, size, kind), ref(x), rtol=1e-6, atol=1e-7)
-    w = jax.random.normal(jax.random.key(1), ref(x).shape)
+    w = normal(1, ref(x).shape)
     g = jax.grad(lambda x: jnp.sum(w * pool2d(jax.nn.relu(x), size, kind)))(x)
     g_ref = jax.grad(lambda x: jnp.sum(w * ref(jax.nn.relu(x))))(x)
     np.testing.assert_allclose(g, g_ref, rtol=1e-6, atol=1e-7)
