@@ -416,13 +416,12 @@ def _derivatives(model: Model):
 
     ``sums(x)[0]`` is Σ network map; ``sums(x)[1:]`` one weighted sum per float field of the
     result (the cosine weights keep entries from cancelling). Returns ``(sums, grad, jacfwd,
-    jacrev)``: ``jax.grad`` of ``sums(x)[0]``, ``jax.jacfwd`` and ``jax.jacrev`` of ``sums``. Each
+    jacrev)``: ``jax.grad`` and ``jax.jacfwd`` of ``sums(x)[0]``, ``jax.jacrev`` of ``sums``. Each
     is compiled once per model and shared by the generic and the balanced point of both
     finite-difference tests (the shifted points reuse ``sums``' program).
     """
     t = jnp.array([model.t_probe])
 
-    @jax.jit
     def sums(x):
         params, task = model.build(*tuple(x), jnp.float64)
         out = model.result(params, task, t)
@@ -435,8 +434,9 @@ def _derivatives(model: Model):
             ]
         )
 
-    grad = jax.jit(jax.grad(lambda x: sums(x)[0]))
-    return sums, grad, jax.jit(jax.jacfwd(sums)), jax.jit(jax.jacrev(sums))
+    network = lambda x: sums(x)[0]  # noqa: E731
+    derivatives = jax.grad(network), jax.jacfwd(network), jax.jacrev(sums)
+    return tuple(jax.jit(f) for f in (sums, *derivatives))
 
 
 @pytest.mark.parametrize("point", ["generic", "balanced"])
@@ -445,7 +445,7 @@ def test_grad_and_jacfwd_equal_finite_differences(model, point):
     x0 = np.array(getattr(model, point), dtype=np.float64)
     sums, grad, jacfwd, _ = _derivatives(model)
     x0j = jnp.asarray(x0)
-    g, jf = grad(x0j), jacfwd(x0j)[0]  # of Σ network map
+    g, jf = grad(x0j), jacfwd(x0j)  # of Σ network map
     h = 1e-5
     shifted = x0j + h * jnp.concatenate([jnp.eye(3), -jnp.eye(3)])
     values = np.array([float(sums(x)[0]) for x in shifted])
