@@ -310,6 +310,22 @@ def _run(model: Model, x, t, dtype=jnp.float64):
     return model.solve(params, task, jnp.asarray(t, dtype))
 
 
+@functools.cache
+def _grid(model: Model) -> np.ndarray:
+    """The times of every plain float64 (and float32) solve below, sorted: 0 to 2·t_probe in seven
+    steps (where the flow is compared with the integrator), t_end and 1e2, 1e3, 1e4 up to the
+    float32 horizon. One shape per model, so each solver is traced and compiled once for them all
+    (the time shape is part of every jit cache key)."""
+    t = np.linspace(0.0, 2.0 * model.t_probe, 7)
+    t = np.concatenate([t, [model.t_end, 1e2, 1e3, 1e4]])
+    return np.unique(t[t <= model.float32_horizon])
+
+
+def _at(model: Model, t: float) -> int:
+    """Index of the time t in :func:`_grid`."""
+    return int(np.flatnonzero(_grid(model) == t)[0])
+
+
 def _scale(model: Model, x) -> float:
     _, task = model.build(*x, jnp.float64)
     if model.size is not None:
@@ -320,21 +336,22 @@ def _scale(model: Model, x) -> float:
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_t0_is_the_init_and_t_infinity_the_minimiser(model):
     params, task = model.build(*model.generic, jnp.float64)
-    out = model.solve(params, task, jnp.array([0.0, model.t_end]))
+    out = model.solve(params, task, jnp.asarray(_grid(model)))
     size = _scale(model, model.generic)
     tol0 = tolerance(np.float64, "initial_value")
     np.testing.assert_allclose(out[0], model.network(params, task), atol=tol0 * size, rtol=0)
     tol = tolerance(np.float64, "fixed_point")
-    np.testing.assert_allclose(out[1], model.target(task), atol=tol * size, rtol=0)
+    end = out[_at(model, model.t_end)]
+    np.testing.assert_allclose(end, model.target(task), atol=tol * size, rtol=0)
 
 
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_closed_form_is_the_flow_of_its_loss(model):
     params, task = model.build(*model.generic, jnp.float64)
-    t = jnp.linspace(0.0, 2.0 * model.t_probe, 7)
+    t = jnp.linspace(0.0, 2.0 * model.t_probe, 7)  # the grid's first seven times
     ref = gradient_flow(model.loss, params, t, task, atol=1e-16)
     want = jax.vmap(lambda p: model.network(p, task))(ref)
-    got = model.solve(params, task, t)
+    got = model.solve(params, task, jnp.asarray(_grid(model)))[:7]
     tol = tolerance(np.float64) * _scale(model, model.generic)
     np.testing.assert_allclose(got, want, atol=tol, rtol=0)
 
@@ -353,7 +370,7 @@ def test_gradient_descent_approaches_the_closed_form(model):
 
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_vmap_over_inits_and_no_recompilation(model):
-    t = jnp.linspace(0.0, model.t_probe, 5)
+    t = _grid(model)
     scales = jnp.array([0.5, 1.0, 1.5]) * model.generic[0]
 
     def run(s, knob, target):
@@ -362,18 +379,20 @@ def test_vmap_over_inits_and_no_recompilation(model):
     batch = jax.vmap(run, in_axes=(0, None, None))(scales, *model.generic[1:])
     one = run(scales[2], *model.generic[1:])
     np.testing.assert_allclose(batch[2], one, rtol=1e-13, atol=1e-15)
-    f = jax.jit(run)
-    f(*model.generic)
-    n = f._cache_size()
-    f(1.1 * model.generic[0], model.generic[1], 0.9 * model.generic[2])
-    f(0.7 * model.generic[0], model.balanced[1], 1.2 * model.generic[2])
-    assert f._cache_size() == n
+    # Under jit, new values of (scale, knob, target) reuse the compiled solver: checked on the
+    # finite-difference tests' jitted x ↦ sums of the result (compiled here once for all three).
+    sums = _derivatives(model)[0]
+    (s, knob, target), balanced_knob = model.generic, model.balanced[1]
+    sums(jnp.array([s, knob, target]))
+    n = sums._cache_size()
+    sums(jnp.array([1.1 * s, knob, 0.9 * target]))
+    sums(jnp.array([0.7 * s, balanced_knob, 1.2 * target]))
+    assert sums._cache_size() == n
 
 
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_dtype_preserved_and_float32_close_to_float64_up_to_1e4(model):
-    t = np.array([0.0, 0.5 * model.t_probe, model.t_probe, 1e2, 1e3, 1e4])
-    t = t[t <= model.float32_horizon]
+    t = _grid(model)  # 0 to 2·t_probe, t_end and 1e2, 1e3, 1e4 up to the float32 horizon
     hi = _run(model, model.generic, t, jnp.float64)
     lo = _run(model, model.generic, t, jnp.float32)
     assert hi.dtype == jnp.float64 and lo.dtype == jnp.float32
@@ -381,32 +400,55 @@ def test_dtype_preserved_and_float32_close_to_float64_up_to_1e4(model):
     np.testing.assert_allclose(np.asarray(lo, np.float64), hi, atol=tol, rtol=0)
 
 
+def _float_fields(result) -> list[str]:
+    return [
+        name
+        for name, value in zip(result._fields, result, strict=True)
+        if jnp.issubdtype(
+            value.dtype if hasattr(value, "dtype") else jnp.asarray(value).dtype, jnp.floating
+        )
+    ]
+
+
 @functools.cache
 def _derivatives(model: Model):
-    """Jitted x ↦ Σ network map at t_probe, its grad and its jacfwd (x = (scale, knob, target)).
+    """Jitted x ↦ sums of the result at t_probe (x = (scale, knob, target)), and its derivatives.
 
-    Compiled once per model and shared by the generic and the balanced point.
+    ``sums(x)[0]`` is Σ network map; ``sums(x)[1:]`` one weighted sum per float field of the
+    result (the cosine weights keep entries from cancelling). Returns ``(sums, grad, jacfwd,
+    jacrev)``: ``jax.grad`` and ``jax.jacfwd`` of ``sums(x)[0]``, ``jax.jacrev`` of ``sums``. Each
+    is compiled once per model and shared by the generic and the balanced point of both
+    finite-difference tests (the shifted points reuse ``sums``' program).
     """
     t = jnp.array([model.t_probe])
 
-    @jax.jit
-    def value(x):
-        return jnp.sum(_run(model, tuple(x), t))
+    def sums(x):
+        params, task = model.build(*tuple(x), jnp.float64)
+        out = model.result(params, task, t)
+        fields = [jnp.asarray(getattr(out, n)) for n in _float_fields(out)]
+        return jnp.stack(
+            [jnp.sum(getattr(out, model.field))]
+            + [
+                jnp.sum(v * jnp.cos(jnp.arange(v.size, dtype=v.dtype)).reshape(v.shape))
+                for v in fields
+            ]
+        )
 
-    return value, jax.jit(jax.grad(value)), jax.jit(jax.jacfwd(value))
+    network = lambda x: sums(x)[0]  # noqa: E731
+    derivatives = jax.grad(network), jax.jacfwd(network), jax.jacrev(sums)
+    return tuple(jax.jit(f) for f in (sums, *derivatives))
 
 
 @pytest.mark.parametrize("point", ["generic", "balanced"])
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_grad_and_jacfwd_equal_finite_differences(model, point):
     x0 = np.array(getattr(model, point), dtype=np.float64)
-    value, grad, jacfwd = _derivatives(model)
+    sums, grad, jacfwd, _ = _derivatives(model)
     x0j = jnp.asarray(x0)
-    g, jf = grad(x0j), jacfwd(x0j)
+    g, jf = grad(x0j), jacfwd(x0j)  # of Σ network map
     h = 1e-5
-    # One compiled program for the six shifted points (the derivatives are compiled separately).
     shifted = x0j + h * jnp.concatenate([jnp.eye(3), -jnp.eye(3)])
-    values = np.array([float(value(x)) for x in shifted])
+    values = np.array([float(sums(x)[0]) for x in shifted])
     fd = (values[:3] - values[3:]) / (2 * h)
     assert np.all(np.isfinite(np.asarray(g))) and np.all(np.isfinite(np.asarray(jf)))
     scale = max(1.0, float(np.max(np.abs(fd))))
@@ -432,7 +474,7 @@ def test_float64_input_without_x64_is_never_a_silent_float32_answer(model):
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_every_result_carries_the_network_map_under_one_name(model):
     params, task = model.build(*model.generic, jnp.float64)
-    out = model.result(params, task, jnp.array([0.0, model.t_probe]))
+    out = model.result(params, task, jnp.asarray(_grid(model)))
     assert "t" in out._fields
     if model.field == "network_map":
         assert "network_map" in out._fields
@@ -442,38 +484,17 @@ def test_every_result_carries_the_network_map_under_one_name(model):
             assert getattr(out, alias) is out.network_map
 
 
-def _float_fields(result) -> list[str]:
-    return [
-        name
-        for name, value in zip(result._fields, result, strict=True)
-        if jnp.issubdtype(jnp.asarray(value).dtype, jnp.floating)
-    ]
-
-
 @pytest.mark.parametrize("model", MODELS_UNDER_TEST, ids=IDS)
 def test_grad_of_every_result_field_at_a_balanced_init_equals_finite_differences(model):
     # Not only the network map: every float field (weights, strengths, losses, conserved
     # quantities) must have a finite gradient equal to a central difference at the balanced /
     # degenerate point, where closed forms divide by C = a² − b² = 0 or similar.
     x0 = jnp.asarray(np.array(model.balanced, dtype=np.float64))
+    sums, _, _, jacrev = _derivatives(model)
     t = jnp.array([model.t_probe])
-
-    def result(x):
-        params, task = model.build(*tuple(x), jnp.float64)
-        return model.result(params, task, t)
-
-    names = _float_fields(result(x0))
-
-    def sums(x):  # one weighted sum per field; the cosine weights keep entries from cancelling
-        out = result(x)
-        return jnp.stack(
-            [
-                jnp.sum(v * jnp.cos(jnp.arange(v.size, dtype=v.dtype)).reshape(v.shape))
-                for v in (jnp.asarray(getattr(out, n)) for n in names)
-            ]
-        )
-
-    g = np.asarray(jax.jacrev(sums)(x0))  # (fields, 3)
+    shapes = jax.eval_shape(lambda x: model.result(*model.build(*x, jnp.float64), t), x0)
+    names = _float_fields(shapes)  # the fields behind sums(x)[1:], traced only
+    g = np.asarray(jacrev(x0))[1:]  # (fields, 3)
     # Fourth-order central differences (8[f(x ± h)] − [f(x ± 2h)])/12h: the skill models' small
     # init scales (0.01) curve fast enough that the second-order one is off by 1e-6.
     h = 1e-5
@@ -484,8 +505,9 @@ def test_grad_of_every_result_field_at_a_balanced_init_equals_finite_differences
             for i in range(3)
         ],
         axis=1,
-    )  # fmt: skip
+    )[1:]  # fmt: skip
     tol = tolerance(np.float64, "finite_difference")
+    assert len(names) == len(g)
     for name, g_f, fd_f in zip(names, g, fd, strict=True):
         assert np.all(np.isfinite(g_f)), (name, g_f)
         scale = max(1.0, float(np.max(np.abs(fd_f))))

@@ -363,18 +363,20 @@ def test_grad_past_the_direct_horizon_and_under_vmap():
     sig = jax.random.normal(jax.random.key(11), (3, 4))
     t = jnp.array([1.0, 1e3, 1e4])
 
-    @jax.jit  # compiled once for both points of the difference
     def loss_at(scale):
         W1, W2 = balanced_init(jax.random.key(12), 4, 2, 3, scale, 0.5)  # h = 2: a smaller program
         return jnp.sum(solve(W1, W2, sig, t).network)
 
-    g, j = jax.jit(jax.grad(loss_at))(0.1), jax.jit(jax.jacfwd(loss_at))(0.1)
-    fd = (loss_at(0.1 + 1e-6) - loss_at(0.1 - 1e-6)) / 2e-6
+    # jax.grad is value_and_grad without the value: one program gives the gradient and both
+    # points of the difference (no separate compile of the value alone).
+    value_and_grad = jax.jit(jax.value_and_grad(loss_at))
+    g, j = value_and_grad(0.1)[1], jax.jit(jax.jacfwd(loss_at))(0.1)
+    fd = (value_and_grad(0.1 + 1e-6)[0] - value_and_grad(0.1 - 1e-6)[0]) / 2e-6
     rounding, fd_tol = tolerance(t.dtype, "rounding"), tolerance(t.dtype, "finite_difference")
     assert np.isfinite(float(g))
     np.testing.assert_allclose(float(g), float(j), rtol=rounding)
     np.testing.assert_allclose(float(g), float(fd), rtol=fd_tol)
-    gv = jax.vmap(jax.grad(loss_at))(jnp.array([0.05, 0.1, 0.2]))
+    gv = jax.jit(jax.vmap(jax.grad(loss_at)))(jnp.array([0.05, 0.1, 0.2]))
     np.testing.assert_allclose(float(gv[1]), float(g), rtol=rounding)
 
 
@@ -400,11 +402,15 @@ def test_q_is_one_gauge_alone_batched_and_differentiated():
     # Q(t) is defined up to a rotation of the hidden space; solve must pick the same one whether
     # it runs alone (LAPACK's QR of the init), under vmap or under jax.jvp (the elementwise
     # Householder), or the derivative of q is not the derivative of the q returned.
+    # Shapes (d, h, c) = (3, 2, 2), four times and a batch of three, as in
+    # test_finite_tiny_init_long_time_saddle_vmap_and_no_recompile: solve alone and under vmap
+    # reuse its compiled programs.
     W1, W2 = balanced_init(jax.random.key(4), 3, 2, 2, 0.5, 0.2)
     sig = jnp.array([[2.0, 0.5, 0.0], [0.3, 1.0, 0.4]])
-    t = jnp.array([0.5, 2.0])
+    t = jnp.array([0.0, 0.5, 2.0, 5.0])
     alone = solve(W1, W2, sig, t).q
-    batched = jax.vmap(lambda a, b: solve(a, b, sig, t).q)(W1[None], W2[None])[0]
+    three = lambda x: jnp.stack([x, 0.5 * x, x])  # noqa: E731  (0.5·W: λ-balanced as well)
+    batched = jax.vmap(lambda a, b: solve(a, b, sig, t).q)(three(W1), three(W2))[0]
     primal, _ = jax.jvp(lambda a: solve(a, W2, sig, t).q, (W1,), (jnp.zeros_like(W1),))
     np.testing.assert_allclose(batched, alone, rtol=0, atol=1e-12)
     np.testing.assert_allclose(primal, alone, rtol=0, atol=1e-12)
