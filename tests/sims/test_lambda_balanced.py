@@ -39,11 +39,17 @@ def _blocks_close(sol, i, X, d, atol):
 
 def test_verify_against_integrator():
     # Unaligned inits, λ ∈ [−4, 4], scales 1e-3–2, t ∈ [0, 40] (past convergence).
+    # (counted as growth: another test module in this worker may have compiled other shapes)
+    before = [
+        f._cache_size() for f in (lambda_balanced._verify_solve, lambda_balanced._verify_inits)
+    ]
     assert lambda_balanced.verify(jax.random.key(0), 6) <= 1e-8
     # one compiled program for the batched closed form and one for the inits (evaluated eagerly,
     # vmap compiled each primitive of the unrolled paths separately: ~600 programs)
-    assert lambda_balanced._verify_solve._cache_size() == 1
-    assert lambda_balanced._verify_inits._cache_size() == 1
+    after = [
+        f._cache_size() for f in (lambda_balanced._verify_solve, lambda_balanced._verify_inits)
+    ]
+    assert all(a - b <= 1 for a, b in zip(after, before, strict=True)) and min(after) >= 1
 
 
 @pytest.mark.parametrize("lam, scale", [(0.0, 1e-12), (1.0, 1e-3), (-3.0, 1.0), (1e-3, 0.5)])
