@@ -80,6 +80,35 @@ def test_tiny_run_writes_results_figures_report(name, tmp_path):
         assert s["richest_lr"] in cfg.lrs and s["best_lr"] in cfg.lrs
 
 
+def test_mf_regime_tiny_run_writes_rows_for_both_networks(tmp_path):
+    """mf-regime (T Table 2.2) end to end, after the resnet-lr and vgg-batchnorm tiny runs above
+    (the file runs in one process, in order): the same width-2 ResNet18 and VGG16-BN on the same
+    128 digits with their constant schedule (resnet-lr's and nets.TrainConfig's period 60), so
+    the compiled training and logging programs are theirs. The step schedule reaches
+    nets.TrainConfig the same way in label-shuffling's tiny run."""
+    exp = registry.get("mf-regime")
+    cfg = dataclasses.replace(
+        exp.config("small"), n_train=128, epochs=1, batch_size=64, width=2,
+        schedule="constant", step_every_epochs=60,
+    )  # fmt: skip
+    res = run_experiment(exp, cfg, tmp_path / "run")
+    assert set(res["points"]) == {"resnet18", "vgg16_bn"}
+    assert [p["n_features"] for p in res["points"].values()] == [16, 16]  # Φ ∈ ℝ^{8·width}
+    rows = res["comparison"]
+    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16_bn"]
+    assert rows[0]["paper"] == "10.1, 10.0, 4.4e-03"  # T Table 2.2, ResNet18 on MNIST
+    assert all(r["dataset"].startswith("mnist5k") for r in rows)
+    # the D_LR is read against random features of the same n (the test images), p and C
+    assert [(r["reference"]["n"], r["reference"]["p"], r["reference"]["rank"]) for r in rows] == [
+        (1000, 16, 10)
+    ] * 2
+    assert all(r["criterion"].startswith("T Table 2.2") and r["n_seeds"] == 1 for r in rows)
+    assert {"mf_training.png", "mf_features.png"} <= {
+        p.name for p in (tmp_path / "run").glob("*.png")
+    }
+    assert res["summary"]["all_mf"] is False  # one epoch on 128 digits is nowhere near
+
+
 def test_one_point_run_reports_plain_keys(tmp_path):
     exp, cfg = _tiny("label-shuffling")
     cfg = dataclasses.replace(cfg, shuffle_fractions=(0.1,))
