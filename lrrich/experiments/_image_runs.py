@@ -29,6 +29,7 @@ says otherwise (``--set normalize=channel``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import warnings
@@ -303,15 +304,23 @@ def _flat(data):
     )
 
 
-def _features_outputs(model, x: np.ndarray, output_scale: float, chunk: int = 512):
-    """Φ(x) and the trained outputs s_out·f(x) on all of x, in fixed-size chunks (one compile)."""
+def _features_and_outputs(m, xb, output_scale):
+    """(Φ(xb), s_out·f(xb)) of model ``m``; ``output_scale`` traced (weakly typed, as a constant)."""
+    phi = m.features(xb)
+    return phi, output_scale * m.head(phi)
+
+
+@functools.cache
+def _forward():
+    """``nnx.jit(_features_and_outputs)``, made once: one compiled program per architecture and
+    chunk shape, shared by every :func:`measure` call (a jit made per call compiles anew)."""
     from flax import nnx
 
-    @nnx.jit
-    def fwd(m, xb):
-        phi = m.features(xb)
-        return phi, output_scale * m.head(phi)
+    return nnx.jit(_features_and_outputs)
 
+
+def _features_outputs(model, x: np.ndarray, output_scale: float, chunk: int = 512):
+    """Φ(x) and the trained outputs s_out·f(x) on all of x, in fixed-size chunks (one compile)."""
     chunk = min(chunk, len(x))
     feats, outs = [], []
     for i in range(0, len(x), chunk):
@@ -319,7 +328,7 @@ def _features_outputs(model, x: np.ndarray, output_scale: float, chunk: int = 51
         pad = chunk - len(xb)
         if pad:
             xb = np.concatenate([xb, np.repeat(xb[:1], pad, axis=0)])
-        f, o = fwd(model, jax.numpy.asarray(xb))
+        f, o = _forward()(model, jax.numpy.asarray(xb), float(output_scale))
         feats.append(np.asarray(f)[: chunk - pad])
         outs.append(np.asarray(o)[: chunk - pad])
     return np.concatenate(feats), np.concatenate(outs)

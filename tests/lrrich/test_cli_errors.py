@@ -118,8 +118,9 @@ def _cli_subprocess(args: list[str], tmp_path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def test_redirected_output_has_no_progress_bars_and_quiet_is_quiet(tmp_path):
-    """Pipes are not terminals: no carriage-return bar lines; --quiet drops the progress lines."""
+def test_redirected_output_has_no_progress_bars_and_quiet_is_quiet(tmp_path, capsys, monkeypatch):
+    """Pipes are not terminals: no carriage-return bar lines; --quiet drops the progress lines
+    (the quiet run in this process, its output captured: not a terminal either)."""
     sweep = ["sweep", "toy", "--grid", "scale=1,2", "--set", "bar_steps=50"]
     proc = _cli_subprocess([*sweep, "--out", str(tmp_path / "s")], tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -127,9 +128,12 @@ def test_redirected_output_has_no_progress_bars_and_quiet_is_quiet(tmp_path):
     assert "[2/2] scale=2,seed=0: finished" in proc.stderr  # plain log lines instead
     assert any(line.split()[:2] == ["scale", "n"] for line in proc.stdout.splitlines() if line)
     assert "![sweep]" not in proc.stdout and "| --- |" not in proc.stdout
-    quiet = _cli_subprocess([*sweep, "--out", str(tmp_path / "q"), "--quiet"], tmp_path)
-    assert quiet.returncode == 0 and quiet.stderr == ""
-    assert quiet.stdout.strip() == str(tmp_path / "q" / "sweep.md")
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)  # as in the subprocess
+    capsys.readouterr()
+    assert cli.main([*sweep, "--out", str(tmp_path / "q"), "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    assert quiet.out.strip() == str(tmp_path / "q" / "sweep.md")
 
 
 def _lrrich(args: list[str], cwd, **kw) -> subprocess.CompletedProcess:
@@ -141,6 +145,23 @@ def _lrrich(args: list[str], cwd, **kw) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+def _lrrich_here(args: list[str], cwd, capsys, monkeypatch) -> tuple[int, str]:
+    """``lrrich ARGS`` run from ``cwd`` in this process: what ``python -m lrrich.cli`` does
+    (``sys.exit(cli.main())``) without starting Python again; (exit status, stderr)."""
+    monkeypatch.chdir(cwd)
+    status = cli.main(args)
+    return status, capsys.readouterr().err
+
+
+def test_the_real_command_refuses_a_config_in_one_line(tmp_path):
+    """The ``lrrich`` process as users start it: exit status 2, one stderr line (nothing else
+    printed on the way, imports included) and no folder; the cases below run in-process."""
+    proc = _lrrich(["run", "target-downscaling", "--set", "epochs=-3", "--out", "o4"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "lrrich: error: --set epochs=-3: epochs must be ≥ 0, got -3\n"
+    assert not (tmp_path / "o4").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -150,22 +171,26 @@ def _lrrich(args: list[str], cwd, **kw) -> subprocess.CompletedProcess:
     ],
     ids=["negative-epochs", "nan-lr", "paper-without-data-extra"],
 )
-def test_a_refused_config_writes_nothing_and_names_the_key(tmp_path, args, message):
+def test_a_refused_config_writes_nothing_and_names_the_key(
+    tmp_path, args, message, capsys, monkeypatch
+):
     """`lrrich run` checks the whole config before it creates the folder, so the corrected
     command runs into the same --out without --resume."""
     if "--scale" in args and importlib.util.find_spec("tensorflow_datasets") is not None:
         pytest.skip("tensorflow-datasets is installed: --scale paper is a valid config here")
-    proc = _lrrich(["run", "target-downscaling", *args, "--out", "o4"], tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"lrrich: error: {message}"), proc.stderr
+    args = ["run", "target-downscaling", *args, "--out", "o4"]
+    status, err = _lrrich_here(args, tmp_path, capsys, monkeypatch)
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"lrrich: error: {message}"), err
     assert not (tmp_path / "o4").exists()
 
 
-def test_a_sweep_with_an_invalid_point_runs_none(tmp_path):
-    proc = _lrrich(["sweep", "demo", "--grid", "epochs=1,-3", "--out", "s", "--quiet"], tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("lrrich: error: --grid epochs=-3: epochs must be ≥ 0, got -3")
+def test_a_sweep_with_an_invalid_point_runs_none(tmp_path, capsys, monkeypatch):
+    args = ["sweep", "demo", "--grid", "epochs=1,-3", "--out", "s", "--quiet"]
+    status, err = _lrrich_here(args, tmp_path, capsys, monkeypatch)
+    assert status == 2
+    assert err.startswith("lrrich: error: --grid epochs=-3: epochs must be ≥ 0, got -3")
     assert not (tmp_path / "s").exists()
 
 
@@ -176,10 +201,11 @@ def test_a_sweep_with_an_invalid_point_runs_none(tmp_path):
         ("lr=abc", "--grid lr: expected float, got 'abc'"),
     ],
 )
-def test_bad_grid_values_are_refused_by_name(tmp_path, grid, message):
-    proc = _lrrich(["sweep", "demo", "--grid", grid, "--out", "s"], tmp_path)
-    assert proc.returncode == 2 and proc.stderr.startswith(f"lrrich: error: {message}")
-    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
+def test_bad_grid_values_are_refused_by_name(tmp_path, grid, message, capsys, monkeypatch):
+    args = ["sweep", "demo", "--grid", grid, "--out", "s"]
+    status, err = _lrrich_here(args, tmp_path, capsys, monkeypatch)
+    assert status == 2 and err.startswith(f"lrrich: error: {message}")
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
 
 
 _BLOCKING = '''

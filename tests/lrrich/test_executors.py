@@ -1,7 +1,6 @@
 """SLURM job arrays through submitit (its local executor, offline) and parallel processes."""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -96,21 +95,16 @@ def _no_sbatch_path(tmp_path) -> str:
     return os.pathsep.join([str(Path(sys.executable).parent), *keep])
 
 
-def test_slurm_without_sbatch_refuses_and_writes_nothing(tmp_path):
-    """submitit installed but no SLURM: the real command refuses (exit 2) instead of running the
-    array as local processes, and leaves no sweep folder, logs/ or sweep_config.json."""
-    script = (
-        "import sys; from lrrich import cli, registry; from tests.lrrich import toy_experiment; "
-        "registry.register(toy_experiment); sys.exit(cli.main(sys.argv[1:]))"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": _no_sbatch_path(tmp_path)}
+def test_slurm_without_sbatch_refuses_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """submitit installed but no SLURM: the command refuses (exit 2) instead of running the
+    array as local processes, and leaves no sweep folder, logs/ or sweep_config.json. Run
+    through cli.main in this process (the real ``lrrich`` process's one-line exit 2 is
+    test_cli_errors.py's)."""
+    monkeypatch.setenv("PATH", _no_sbatch_path(tmp_path))
+    monkeypatch.chdir(tmp_path)
     args = ["sweep", "toy", "--grid", "scale=1,2", "--executor", "slurm", "--out", "s"]
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
-        cwd=tmp_path, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == (
+    assert cli.main(args) == 2
+    assert capsys.readouterr().err.strip() == (
         "lrrich: error: --executor slurm: no SLURM here (sbatch is not on the PATH); use "
         "--executor local (this machine) or --executor local-submitit (the same job array as "
         "local processes)"

@@ -80,6 +80,35 @@ def test_tiny_run_writes_results_figures_report(name, tmp_path):
         assert s["richest_lr"] in cfg.lrs and s["best_lr"] in cfg.lrs
 
 
+def test_mf_regime_tiny_run_writes_rows_for_both_networks(tmp_path):
+    """mf-regime (T Table 2.2) end to end, after the resnet-lr and vgg-batchnorm tiny runs above
+    (the file runs in one process, in order): the same width-2 ResNet18 and VGG16-BN on the same
+    128 digits with their constant schedule (resnet-lr's and nets.TrainConfig's period 60), so
+    the compiled training and logging programs are theirs. The step schedule reaches
+    nets.TrainConfig the same way in label-shuffling's tiny run."""
+    exp = registry.get("mf-regime")
+    cfg = dataclasses.replace(
+        exp.config("small"), n_train=128, epochs=1, batch_size=64, width=2,
+        schedule="constant", step_every_epochs=60,
+    )  # fmt: skip
+    res = run_experiment(exp, cfg, tmp_path / "run")
+    assert set(res["points"]) == {"resnet18", "vgg16_bn"}
+    assert [p["n_features"] for p in res["points"].values()] == [16, 16]  # Φ ∈ ℝ^{8·width}
+    rows = res["comparison"]
+    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16_bn"]
+    assert rows[0]["paper"] == "10.1, 10.0, 4.4e-03"  # T Table 2.2, ResNet18 on MNIST
+    assert all(r["dataset"].startswith("mnist5k") for r in rows)
+    # the D_LR is read against random features of the same n (the test images), p and C
+    assert [(r["reference"]["n"], r["reference"]["p"], r["reference"]["rank"]) for r in rows] == [
+        (1000, 16, 10)
+    ] * 2
+    assert all(r["criterion"].startswith("T Table 2.2") and r["n_seeds"] == 1 for r in rows)
+    assert {"mf_training.png", "mf_features.png"} <= {
+        p.name for p in (tmp_path / "run").glob("*.png")
+    }
+    assert res["summary"]["all_mf"] is False  # one epoch on 128 digits is nowhere near
+
+
 def test_one_point_run_reports_plain_keys(tmp_path):
     exp, cfg = _tiny("label-shuffling")
     cfg = dataclasses.replace(cfg, shuffle_fractions=(0.1,))
@@ -93,7 +122,9 @@ def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
     conv = exp.config("conv")
     assert (conv.model, conv.lr) == ("lenet5", 0.05)
     assert dataclasses.replace(conv, model="mlp", lr=0.5) == exp.config("small")  # same protocol
-    cfg = dataclasses.replace(conv, n_trains=(64, 256), weight_decays=(0.0,), epochs=2, seeds=1)
+    # two points of one size: one compiled LeNet-5 program (λ is traced); the grid over n and
+    # its rows are the MLP tiny run's above
+    cfg = dataclasses.replace(conv, n_trains=(64,), weight_decays=(0.0, 0.01), epochs=2, seeds=1)
     res = run_experiment(exp, cfg, tmp_path / "run")
     assert [p["n_features"] for p in res["points"].values()] == [84, 84]  # LeNet-5's Φ
     assert all(0.0 <= p["dlr"] <= 1.0 for p in res["points"].values())
@@ -229,6 +260,36 @@ def test_train_config_carries_every_shared_training_field():
         assert getattr(tc, k) == getattr(cfg, k), k
     assert tc.batch_size == 50  # capped at the training-set size
     assert common.train_config(cfg, 50, eps=1e-6).eps == 1e-6  # overrides win
+
+
+def test_measure_compiles_one_forward_per_architecture_and_chunk():
+    """measure's forward pass (Φ and s_out·f in chunks of 512) is compiled once for two networks
+    of one architecture (another seed, another output scale) and equals the eager computation."""
+    import jax
+
+    data = common.load_task("mnist5k", model="mlp", n_train=64)
+    compiled = {}
+
+    def count(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration" and "now" in compiled:
+            compiled["now"].append(kw.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        for seed, scale in ((0, 1 / 3), (1, 0.25)):
+            # width 7: no other test of this file compiles this network's forward pass
+            model = common.build_model("mlp", data, width=7, depth=1, seed=seed)
+            compiled["now"] = compiled[seed] = []
+            phi, out = common._features_outputs(model, data.x_test, scale)
+            del compiled["now"]
+            naive = np.asarray(model.features(data.x_test))  # eager, all 1,000 test images
+            np.testing.assert_allclose(phi, naive, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(out, scale * np.asarray(model.head(naive)), rtol=1e-6,
+                                       atol=1e-6)  # fmt: skip
+    finally:
+        jax.monitoring.unregister_event_duration_listener(count)
+    assert compiled[0].count("jit(_features_and_outputs)") == 1, compiled
+    assert compiled[1] == [], compiled  # the second network reuses the program
 
 
 @pytest.mark.slow  # three JAX processes (~30 s CPU each on a loaded 2-core machine)

@@ -1,10 +1,14 @@
-"""The K Fig 3/4 experiment on a tiny config: theory matches simulation, figures and report exist."""
+"""The K Fig 3/4 experiment on a tiny config: theory matches simulation, figures and report exist,
+and the figures label themselves (figure_checks.py)."""
 
 from lrrich.registry import get
 from lrrich.runner import run_experiment
+from tests.lrrich import figure_checks
+
+figures = figure_checks.saved_figures_fixture()
 
 
-def test_single_neuron_experiment_tiny(tmp_path):
+def test_single_neuron_experiment_tiny(tmp_path, figures):
     exp = get("kunin-single-neuron")
     cfg = exp.config(
         "small",
@@ -14,6 +18,7 @@ def test_single_neuron_experiment_tiny(tmp_path):
     errs = {k: v for k, v in res["summary"].items() if "err" in k}
     assert errs and max(errs.values()) < 1e-8, errs
     assert list(tmp_path.glob("*.png")) and (tmp_path / "report.md").exists()
+    figure_checks.check(figures, {"fig3_mu_phi_S.png", "fig4_beta_implicit_bias.png"})
     rows = {r["quantity"].split(":")[0]: r for r in res["comparison"]}
     assert rows["theory vs gradient flow"]["verdict"] == "reproduced"
     assert rows["implicit bias"]["verdict"] == "reproduced"

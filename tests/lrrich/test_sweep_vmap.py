@@ -86,9 +86,13 @@ def test_stacked_points_report_their_share_of_the_program_time(tmp_path):
 
 def test_points_that_train_nothing_run_in_their_threads(tmp_path):
     """No source text is read: a sims experiment's points just run (nothing is batched)."""
-    sims_only = get("lambda-balanced")
+    # teacher-student integrates sims.piecewise_linear and trains nothing; the tiny grid of
+    # test_exp_teacher_student.py: the threads run what a point of any size runs
+    sims_only = get("teacher-student")
+    tiny = {"d": "4", "h": "6", "n_train": "20", "n_test": "50", "taus": "0.1,2.0",
+            "deltas": "-1,1", "n_seeds": "1", "steps": "200", "n_save": "4"}  # fmt: skip
     dirs = [tmp_path / "b", tmp_path / "c"]
-    got = run_points(sims_only, [sims_only.config()] * 2, dirs)
+    got = run_points(sims_only, [sims_only.config("small", tiny)] * 2, dirs)
     assert [r["status"] for r in got] == ["finished"] * 2
     assert all((d / "results.json").exists() for d in dirs)
 
