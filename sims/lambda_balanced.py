@@ -273,12 +273,7 @@ def phase_diagram(
     t_end = jnp.asarray(t_end, sig.dtype)
 
     def grid(path):
-        def cell(lam, scale):
-            W1, W2 = _balanced_init(key, d, h, c, scale, lam)
-            sol, fast = _solve_path(W1, W2, sig, t_end, path)
-            return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
-
-        return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
+        return _phase_grid(key, sig, lams, scales, t_end, int(h), path)
 
     # The whole grid on one path, redone on the next only if some cell fails its accuracy check
     # (a per-cell lax.cond would run every path for every cell under vmap).
@@ -292,6 +287,21 @@ def phase_diagram(
 
     dist, loss = chain(("direct", "cholesky", "householder"))
     return PhaseDiagram(lams=lams, scales=scales, kernel_distance=dist, loss=loss)
+
+
+# One compiled program per path and shapes (called eagerly, the vmapped cells compiled each
+# primitive separately: ~200 programs per call).
+@functools.partial(jax.jit, static_argnums=(5, 6))
+def _phase_grid(key, sig, lams, scales, t_end, h: int, path: str):
+    """(kernel distance, excess loss, fast-path accepted) of every (λ, scale) cell, (nλ, ns)."""
+    c, d = sig.shape
+
+    def cell(lam, scale):
+        W1, W2 = _balanced_init(key, d, h, c, scale, lam)
+        sol, fast = _solve_path(W1, W2, sig, t_end, path)
+        return sol.kernel_distance, 0.5 * jnp.sum((sol.network_map - sig) ** 2), fast
+
+    return jax.vmap(lambda lam: jax.vmap(lambda s: cell(lam, s))(scales))(lams)
 
 
 def verify(key: jax.Array, n_cases: int = 8) -> float:
