@@ -191,7 +191,8 @@ def train_skills(
     k_init, k_train, k_eval = jax.random.split(key, 3)
     graphdef, params = init_networks(task, list(widths) * G, init_std, k_init, init_bias)
     program, hp = skill_trainer(task, max(int(w) for w in widths), init_std, train, steps)
-    state = jax.vmap(lambda p: program.init(nnx.merge(graphdef, p), hp))(params)
+    # one program (eagerly, the vmapped init compiled each of its primitives separately)
+    state = jax.jit(jax.vmap(lambda p: program.init(nnx.merge(graphdef, p), hp)))(params)
     state = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), state)
     held_out = jax.jit(
         jax.vmap(lambda k: sample_skill(jax.random.fold_in(k_eval, k), task, k, n_eval)[:2])
