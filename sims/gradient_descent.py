@@ -90,18 +90,22 @@ def simulate(
         e = _checks.as_float(e, "eta")
         _checks.check_finite(e, "eta")
         _checks.check_positive(e, "eta", strict=False)
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(eta)):  # one rate for every leaf
+        eta = jax.tree.map(lambda _: eta, params0)
     eta = jax.tree.map(jnp.asarray, eta)
-    return _simulate(loss, params0, task, lr.astype(dtype), eta, int(n_steps), int(every))
+    args = (loss, params0, task, lr.astype(dtype), eta, int(n_steps), int(every))
+    try:
+        hash(loss)
+    except TypeError:  # an unhashable callable cannot key a compiled program: run it eagerly
+        return _simulate.__wrapped__(*args)
+    return _simulate(*args)
 
 
 # One compiled program per (loss, shapes, n_steps, every): a new init, task, lr or eta reuses it.
 @functools.partial(jax.jit, static_argnums=(0, 5, 6))
 def _simulate(loss, params0, task, lr, eta, n_steps, every):
     grad = jax.value_and_grad(loss)
-    if jax.tree_util.treedef_is_leaf(jax.tree.structure(eta)):
-        steps = jax.tree.map(lambda x: lr * jnp.asarray(eta, x.dtype), params0)
-    else:
-        steps = jax.tree.map(lambda x, e: lr * jnp.asarray(e, x.dtype), params0, eta)
+    steps = jax.tree.map(lambda x, e: lr * jnp.asarray(e, x.dtype), params0, eta)
 
     def step(params, _):
         _, g = grad(params, task)

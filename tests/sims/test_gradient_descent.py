@@ -116,3 +116,18 @@ def test_tolerance_table_by_kind_and_dtype():
         tolerance(np.float64, "nope")
     with pytest.raises(ValueError, match="float16"):
         tolerance(np.float16)
+
+
+def test_an_unhashable_loss_runs_and_a_scalar_eta_scales_every_leaf():
+    class Loss:  # defines __eq__ without __hash__: cannot key a compiled program
+        def __eq__(self, other):
+            return isinstance(other, Loss)
+
+        def __call__(self, p, s):
+            return 0.5 * (p["a"] - s) ** 2 + 0.5 * (p["b"] - s) ** 2
+
+    p0 = {"a": jnp.array(0.0), "b": jnp.array(2.0)}
+    sim = simulate(Loss(), p0, 1.0, lr=0.1, n_steps=3, eta=0.5)
+    # each leaf contracts toward 1 by (1 − lr·η) per step
+    np.testing.assert_allclose(sim.params["a"][-1], 1.0 - 0.95**3, rtol=1e-12)
+    np.testing.assert_allclose(sim.params["b"][-1], 1.0 + 0.95**3, rtol=1e-12)
