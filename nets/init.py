@@ -21,10 +21,8 @@ def torch_uniform(fan_in: int):
 
 
 def _flat_uniform(bound: float):
-    # Drawn flat and reshaped: same distribution, but XLA compiles a 1-D draw several times
-    # faster than a 4-D one (conv kernels), which dominates model construction on CPU.
     def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, (math.prod(shape),), dtype, -bound, bound).reshape(shape)
+        return _draw(jax.random.uniform, key, shape, dtype, -bound, bound)
 
     return init
 
@@ -33,9 +31,42 @@ def scaled_normal(std: float):
     """Initializer N(0, std²) (e.g. the small-init regimes of the skill-model MLP, std = 0.01)."""
 
     def init(key, shape, dtype=jnp.float32):
-        return std * jax.random.normal(key, (math.prod(shape),), dtype).reshape(shape)
+        return std * _draw(jax.random.normal, key, shape, dtype)
 
     return init
+
+
+# Smallest padded draw: every bias and small kernel shares one compiled sampler.
+_MIN_DRAW = 1024
+
+
+def _draw(sample, key, shape, dtype, *args):
+    """``sample(key, (n,), dtype, *args).reshape(shape)``, n = prod(shape), value for value.
+
+    Eagerly, XLA compiles one sampler per size (~0.3 s each on CPU; a model's construction is
+    mostly these compilations, one per distinct layer size). The draw is flat (a 1-D sampler
+    compiles several times faster than a 4-D one) and, where the first n values of a longer draw
+    are the n-value draw itself, made at the next power of two ≥ n (at least ``_MIN_DRAW``) and
+    cut: one sampler then serves every size up to that length. That holds for threefry keys
+    with ``jax_threefry_partitionable`` on (JAX's default: value i depends on the key and i
+    alone); any other key or setting draws exactly n values.
+    """
+    n = math.prod(shape)
+    if n > 0 and _prefix_stable(key):
+        size = max(_MIN_DRAW, 1 << (n - 1).bit_length())
+        return sample(key, (size,), dtype, *args)[:n].reshape(shape)
+    return sample(key, (n,), dtype, *args).reshape(shape)
+
+
+def _prefix_stable(key) -> bool:
+    """Whether ``sample(key, (m,))[:n]`` equals ``sample(key, (n,))`` for every m ≥ n."""
+    if not jax.config.jax_threefry_partitionable:
+        return False
+    try:
+        impl = jax.random.key_impl(key)
+    except (TypeError, ValueError):
+        return False
+    return "threefry" in str(impl)
 
 
 def torch_xavier_uniform(fan_in: int, fan_out: int):

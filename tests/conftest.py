@@ -49,3 +49,42 @@ def _release_compiled_programs():
     yield
     if _process_is_large():
         jax.clear_caches()
+
+
+# The modules that take a minute or more of the suite's CPU time (about 300, 220, 140, 65 and 65 s
+# on the 2-core CI machine, 2026-11-27; docs/test_speed.md), longest first. pytest-xdist hands
+# out whole modules (--dist loadfile) in collection order; by default it orders them by their
+# number of tests, which put the one-test notebook module (65 s) last, leaving one worker alone
+# with it for a minute. Longest first, with the rest in xdist's order, the two workers finish
+# within seconds of each other. A module missing from this list merely runs in xdist's order.
+RUN_FIRST = (
+    "tests/sims/test_contract.py",
+    "tests/sims/test_lambda_balanced.py",
+    "tests/lrrich/test_exp_paper_scale_configs.py",
+    "tests/test_notebooks.py",
+    "tests/nets/test_step.py",
+)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist >= 3.6
+        config.option.loadscopereorder = False  # keep the order set below
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules in :data:`RUN_FIRST` first (in its order), then by number of tests, most first
+    (pytest-xdist's own order); tests keep their order within a module."""
+
+    def module(item):
+        return item.nodeid.split("::")[0]
+
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[module(item)] = counts.get(module(item), 0) + 1
+
+    def rank(item):
+        name = module(item)
+        first = RUN_FIRST.index(name) if name in RUN_FIRST else len(RUN_FIRST)
+        return first, -counts[name]
+
+    items.sort(key=rank)  # stable: modules of equal rank keep collection order
