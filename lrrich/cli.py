@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import shlex
@@ -306,11 +307,20 @@ def _one_line(err: BaseException) -> str:
 def _quiet_progress_bars(quiet: bool) -> None:
     """No tqdm bars when asked, or when output is redirected (carriage returns fill log files).
 
-    tqdm reads ``TQDM_*`` variables when it is imported, so this runs before any command does;
-    worker processes inherit it.
+    tqdm reads ``TQDM_*`` variables once, when it is imported: the variable reaches worker
+    processes and a tqdm imported later, so this runs before any command does. A tqdm this
+    process imported already (``main`` called in-process after other work) gets ``disable=True``
+    as its default instead.
     """
     if quiet or not (sys.stdout.isatty() and sys.stderr.isatty()):
         os.environ["TQDM_DISABLE"] = "1"
+        std = sys.modules.get("tqdm.std")
+        if std is not None and std.tqdm.__dict__.get("__init__") not in _QUIETED:
+            _QUIETED.append(functools.partialmethod(std.tqdm.__init__, disable=True))
+            std.tqdm.__init__ = _QUIETED[-1]
+
+
+_QUIETED: list = []  # the tqdm constructors _quiet_progress_bars installed
 
 
 def _log_progress(quiet: bool) -> None:

@@ -1,6 +1,7 @@
 """One error policy: expected failures are one line and exit 2; bugs keep their traceback."""
 
 import errno
+import functools
 import importlib.util
 import os
 import shlex
@@ -129,6 +130,12 @@ def test_redirected_output_has_no_progress_bars_and_quiet_is_quiet(tmp_path, cap
     assert any(line.split()[:2] == ["scale", "n"] for line in proc.stdout.splitlines() if line)
     assert "![sweep]" not in proc.stdout and "| --- |" not in proc.stdout
     monkeypatch.delenv("TQDM_DISABLE", raising=False)  # as in the subprocess
+    # tqdm imported before the command, without the variable (as after other work in a session;
+    # tqdm reads it at import, so the variable alone comes too late): bars on by default.
+    import tqdm.std
+
+    shown = functools.partialmethod(tqdm.std.tqdm.__init__, disable=False)
+    monkeypatch.setattr(tqdm.std.tqdm, "__init__", shown)  # restored after the test
     capsys.readouterr()
     assert cli.main([*sweep, "--out", str(tmp_path / "q"), "--quiet"]) == 0
     quiet = capsys.readouterr()

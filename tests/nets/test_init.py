@@ -9,13 +9,12 @@ import pytest
 
 from nets import init
 
-# Below, at and above the smallest padded length (1024), and a conv kernel; each plain draw of the
-# comparison compiles its own sampler (~0.3 s), so the list is short.
-SHAPES = [(10,), (1025,), (3, 3, 6, 16)]
+# Below and above the smallest padded length (1024), and a conv kernel, in both float widths;
+# each plain draw of the comparison compiles its own sampler (~0.3 s), so the list is short.
+CASES = [((10,), jnp.float32), ((1025,), jnp.bfloat16), ((3, 3, 6, 16), jnp.float32)]
 
 
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(("shape", "dtype"), CASES)
 def test_initialisers_equal_a_plain_draw_of_their_size(shape, dtype):
     # A longer draw cut to n values must be the n-value draw itself, bit for bit.
     key, n = jax.random.key(7), math.prod(shape)
