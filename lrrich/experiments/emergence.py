@@ -41,7 +41,7 @@ from flax import nnx
 from lrrich import io
 from lrrich.experiments import _comparison, _training
 from lrrich.experiments._training import Training
-from nets.config import HParams, TrainConfig
+from nets.config import HParams, TrainConfig, hparams
 from nets.data.sparse_parity import (
     SparseParityTask,
     make_sparse_parity,
@@ -129,12 +129,19 @@ def skill_trainer(
     target scale 1/√2: (f/√2 − y/√2)² = ½ (f − y)², the same gradient (η is the SGD learning
     rate of T Eq 5.2). The readout R_k uses the unscaled f.
     """
-    model = MLP(task.in_dim, (width,), 1, activation="relu", init="normal", init_std=init_std,
-                rngs=nnx.Rngs(0))  # fmt: skip
     half = 1 / np.sqrt(2.0)
     cfg = dataclasses.replace(train, loss="mse", output_scale=half, target_scale=half)
-    program, _, hp = build(model, cfg, num_classes=1, steps_per_epoch=1, total_steps=steps)
-    return program, hp
+    built = []
+
+    def structure():  # traced only: the program needs shapes, no parameter is drawn
+        model = MLP(task.in_dim, (width,), 1, activation="relu", init="normal",
+                    init_std=init_std, rngs=nnx.Rngs(0))  # fmt: skip
+        program, _, hp = build(model, cfg, num_classes=1, steps_per_epoch=1, total_steps=steps)
+        built.append(program)
+        return hp
+
+    dtype = jax.eval_shape(structure).lr.dtype
+    return built[0], hparams(cfg, dtype)
 
 
 def train_skills(

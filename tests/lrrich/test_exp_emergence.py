@@ -89,12 +89,17 @@ def _reference_skills(task, widths, key, steps, eval_every, batch, tx, init_std,
             jnp.sum(w[:, None] * (out - y[:, None]) ** 2, -1) / jnp.sum(w, -1)[:, None]
         )
 
+    @jax.jit  # each piece one program (eagerly, every primitive compiles on its own)
     def measure(p):
         out = jax.vmap(jax.vmap(lambda q: f(q, ev_x)))(p).reshape(G, K, task.n_s, n_eval)
-        return np.asarray(jnp.mean(out * ev_y, -1) / task.S**2)
+        return jnp.mean(out * ev_y, -1) / task.S**2
 
-    grad = jax.jit(jax.grad(loss))
-    opt = tx.init(params)
+    @jax.jit
+    def update(params, opt, x, y):
+        up, opt = tx.update(jax.grad(loss)(params, x, y, jnp.ones_like(y)), opt, params)
+        return optax.apply_updates(params, up), opt
+
+    opt = jax.jit(tx.init)(params)
     R = [measure(params)]
     for i in range(steps // eval_every):
         for k in jax.random.split(jax.random.fold_in(k_train, i), eval_every):
@@ -104,8 +109,7 @@ def _reference_skills(task, widths, key, steps, eval_every, batch, tx, init_std,
             ]
             x = jnp.stack([data[0][g][idx[g]] for g in range(G)])
             y = jnp.stack([data[1][g][idx[g]] for g in range(G)])
-            up, opt = tx.update(grad(params, x, y, jnp.ones_like(y)), opt, params)
-            params = optax.apply_updates(params, up)
+            params, opt = update(params, opt, x, y)
         R.append(measure(params))
     return np.moveaxis(np.stack(R), 0, 2)
 
