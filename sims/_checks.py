@@ -99,3 +99,11 @@ def check_shape(x, name: str, shape: tuple, what: str = "") -> None:
     if not ok:
         want = tuple("*" if e is None else e for e in shape)
         raise ValueError(f"{name} must have shape {want}{' ' + what if what else ''}, got {s}")
+
+
+def check_skill_inputs(S, r0, p) -> None:
+    """Raise unless, where concrete, S > 0, R_k(0) ≥ 0 and p_k ≥ 0 (the multilinear skill model's
+    domain, :func:`sims.skills.skill_strength`)."""
+    check_positive(S, "S (target scale)")
+    check_positive(r0, "r0 (initial skill strength R_k(0))", strict=False)
+    check_positive(p, "p (skill weight d_k/D)", strict=False)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from sims._checks import as_float, check_finite, check_positive
+from sims._checks import as_float, check_finite, check_positive, check_skill_inputs
 from sims.skills import skill_strength
 
 __all__ = [
@@ -91,8 +91,9 @@ def solve(
     for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (S, "S"), (B2, "B2"), (eta, "eta")):
         check_finite(x, name)
     check_positive(eta, "eta (learning rate η)")
-    R = time_emergence(t[:, None], S, r0, p, B2, eta)
-    return EmergenceTrajectory(t, R, 0.5 * (S - R) ** 2 @ p)
+    check_positive(B2, "B2 (calibration constant B^2)")  # time_emergence's checks: not under jit
+    check_skill_inputs(S, r0, p)
+    return _closed_form(t, p, r0, S, B2, eta)
 
 
 def loss(params: dict, task: tuple) -> jax.Array:
@@ -326,3 +327,10 @@ def calibrate_width(
 
 def _grid_argmin(sse: jax.Array, grid: jax.Array) -> jax.Array:
     return grid[jnp.argmin(jnp.where(jnp.isfinite(sse), sse, jnp.inf))]
+
+
+@jax.jit  # one program per shapes (eagerly, each primitive compiled on its own)
+def _closed_form(t, p, r0, S, B2, eta) -> EmergenceTrajectory:
+    """:func:`solve` on validated inputs."""
+    R = time_emergence(t[:, None], S, r0, p, B2, eta)
+    return EmergenceTrajectory(t, R, 0.5 * (S - R) ** 2 @ p)

@@ -111,10 +111,7 @@ def solve(
     _checks.check_positive(rho, "rho (eigenvalues ρ_k of E[ΦΦᵀ])", strict=False)
     _checks.check_positive(t, "t", strict=False)
     _checks.check_positive(lr, "eta")
-    x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
-    x = jnp.where(rho >= 0, x, jnp.nan)  # a traced ρ < 0 (a concrete one raised above)
-    # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
-    return ModeTrajectory(t=t, network_map=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))
+    return _closed_form(rho, c0, c_star, t, lr)
 
 
 def loss(params: dict, task: tuple) -> jax.Array:
@@ -250,3 +247,12 @@ def _quadratic_loss(w: jax.Array, args: tuple) -> jax.Array:
 @jax.jit
 def _reference_flow(w0: jax.Array, t: jax.Array, args: tuple, lr: jax.Array) -> jax.Array:
     return gradient_flow(_quadratic_loss, w0, t, args, lr=lr, atol=1e-30)
+
+
+@jax.jit  # one program per shapes (eagerly, each primitive compiled on its own)
+def _closed_form(rho, c0, c_star, t, lr) -> ModeTrajectory:
+    """:func:`solve` on validated inputs."""
+    x = lr * rho * t[..., None]  # ≥ 0: nothing overflows
+    x = jnp.where(rho >= 0, x, jnp.nan)  # a traced ρ < 0 (a concrete one raised in solve)
+    # c0 e^{−x} + c*(1 − e^{−x}): exact at t = 0 and t → ∞, no cancellation in 1 − e^{−x}.
+    return ModeTrajectory(t=t, network_map=c0 * jnp.exp(-x) - c_star * jnp.expm1(-x))

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sims._checks import as_float, check_alpha, check_finite, check_positive
+from sims._checks import as_float, check_alpha, check_finite, check_positive, check_skill_inputs
 
 __all__ = [
     "SkillTrajectory",
@@ -99,11 +99,9 @@ def solve(
     for x, name in ((t, "t"), (p, "p"), (r0, "r0"), (eta, "eta")):
         check_finite(x, name)
     check_positive(eta, "eta (learning rate η)")
+    check_skill_inputs(S, r0, p)  # skill_strength's checks: they do not run under jit
     p_test = p if p_test is None else as_float(p_test, "p_test")
-    R = skill_strength(t[:, None], S, r0, p[None, :], eta)
-    Lk = skill_loss(R, S)
-    loss = Lk @ p_test + 0.5 * S**2 * absent_mass
-    return SkillTrajectory(t, R, Lk, loss)
+    return _closed_form(r0, S, p, t, p_test, eta, absent_mass)
 
 
 def loss(params: dict, task: tuple) -> jax.Array:
@@ -166,9 +164,7 @@ def skill_strength(t, S, r0, p, eta=1.0) -> jax.Array:
       R_k(T), the broadcast shape of the arguments.
     """
     S = as_float(S, "S")
-    check_positive(S, "S (target scale)")
-    check_positive(r0, "r0 (initial skill strength R_k(0))", strict=False)
-    check_positive(p, "p (skill weight d_k/D)", strict=False)
+    check_skill_inputs(S, r0, p)
     decay = jnp.exp(-2.0 * eta * p * S * t)
     num = S * r0
     den = r0 + (S - r0) * decay
@@ -299,3 +295,12 @@ def _sample_loss(params, args):
     G = jax.nn.one_hot(skill, n, dtype=sign.dtype) * sign[:, None]  # g_k(i_j, x_j), Eq 4.2
     f = G @ (params["a"] * params["b"])
     return 0.5 * jnp.mean((S * sign - f) ** 2)
+
+
+@jax.jit  # one program per shapes (eagerly, each primitive compiled on its own)
+def _closed_form(r0, S, p, t, p_test, eta, absent_mass) -> SkillTrajectory:
+    """:func:`solve` on validated inputs."""
+    R = skill_strength(t[:, None], S, r0, p[None, :], eta)
+    Lk = skill_loss(R, S)
+    loss = Lk @ p_test + 0.5 * S**2 * absent_mass
+    return SkillTrajectory(t, R, Lk, loss)
