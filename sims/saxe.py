@@ -116,17 +116,10 @@ def solve(
     sigma_yx, w1_0, w2_0, t, lr = _checks.promote(
         sigma_yx=sigma_yx, w1_0=w1_0, w2_0=w2_0, t=t, lr=lr
     )
-    u, rho, v = _svd(sigma_yx)
-    r_dir, alpha1, alpha2 = _mode_decomposition(w1_0, w2_0, u, v)
+    u, rho, v, r_dir, alpha1, alpha2 = _modes(sigma_yx, w1_0, w2_0)
     _check_aligned(w1_0, w2_0, u, v, r_dir, alpha1, alpha2)
-    modes = _diagonal.solve(alpha1, alpha2, jnp.ones_like(rho), rho, t, eta=lr)
-    # W1(t) = R diag(α₁(t)) Vᵀ, W2(t) = U diag(α₂(t)) Rᵀ, W2W1(t) = U diag(u(t)) Vᵀ.
-    w1 = jnp.einsum("hr,...r,dr->...hd", r_dir, modes.a, v)
-    w2 = jnp.einsum("cr,...r,hr->...ch", u, modes.b, r_dir)
-    network_map = jnp.einsum("cr,...r,dr->...cd", u, modes.network_map, v)
-    return SaxeTrajectory(
-        t=t, rho=rho, strength=modes.network_map, network_map=network_map, w1=w1, w2=w2
-    )
+    modes = _diagonal.solve(alpha1, alpha2, 1.0, rho, t, eta=lr)
+    return _weights(u, rho, v, r_dir, modes)
 
 
 def loss(params: SaxeInit, sigma_yx: jax.Array) -> jax.Array:
@@ -239,6 +232,26 @@ def verify(key: jax.Array, n_cases: int = 8) -> float:
         )
         worst = max(worst, err)
     return worst
+
+
+# The two halves of solve around its concrete alignment check, one program each (eagerly, every
+# primitive would compile on its own).
+@jax.jit
+def _modes(sigma_yx, w1_0, w2_0):
+    """U, ρ, V of Σ_yx and the init's modes R, α₁(0), α₂(0) (:func:`_mode_decomposition`)."""
+    u, rho, v = _svd(sigma_yx)
+    return (u, rho, v, *_mode_decomposition(w1_0, w2_0, u, v))
+
+
+@jax.jit
+def _weights(u, rho, v, r_dir, modes) -> SaxeTrajectory:
+    """W1(t) = R diag(α₁(t)) Vᵀ, W2(t) = U diag(α₂(t)) Rᵀ, W2W1(t) = U diag(u(t)) Vᵀ."""
+    w1 = jnp.einsum("hr,...r,dr->...hd", r_dir, modes.a, v)
+    w2 = jnp.einsum("cr,...r,hr->...ch", u, modes.b, r_dir)
+    network_map = jnp.einsum("cr,...r,dr->...cd", u, modes.network_map, v)
+    return SaxeTrajectory(
+        t=modes.t, rho=rho, strength=modes.network_map, network_map=network_map, w1=w1, w2=w2
+    )
 
 
 def _svd(sigma_yx: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
