@@ -213,3 +213,18 @@ def test_expressible_strength_is_not_beaten_by_random_restarts():
             R = np.asarray(jax.jit(jax.vmap(fit))(jax.random.split(jax.random.key(N), 64)))
         assert R.max() <= best + 2e-3
         assert R.max() >= best - 1e-2
+
+
+@pytest.mark.parametrize(
+    "S, r0, p, B2, match",
+    [
+        (1.0, 0.1, 0.5, 0.0, "B2"),
+        (-1.0, 0.1, 0.5, 1.0, "S"),
+        (1.0, -0.1, 0.5, 1.0, "r0"),
+        (1.0, 0.1, -0.5, 1.0, "p"),
+    ],
+)
+def test_solve_refuses_a_model_outside_its_domain(S, r0, p, B2, match):
+    # solve's closed form is compiled, where time_emergence's own checks cannot run: solve checks.
+    with pytest.raises(ValueError, match=match):
+        em.solve(jnp.array([r0]), S, jnp.array([p]), jnp.array([0.0, 1.0]), B2=B2)

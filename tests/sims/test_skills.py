@@ -121,3 +121,13 @@ def test_the_former_t_first_order_raises():
         out = skills.solve(jnp.full(6, 1e-3), S, P, jnp.linspace(0.0, 1.0, 6))
         skills.loss_curve(1e-3, S, P, t)
     assert out.network_map.shape == (6, 6)
+
+
+@pytest.mark.parametrize(
+    "S, r0, p, match",
+    [(0.0, 1e-3, [0.5, 0.5], "S"), (1.0, -1e-3, [0.5, 0.5], "r0"), (1.0, 1e-3, [0.5, -0.5], "p")],
+)
+def test_solve_refuses_a_model_outside_its_domain(S, r0, p, match):
+    # solve's closed form is compiled, where skill_strength's own checks cannot run: solve checks.
+    with pytest.raises(ValueError, match=match):
+        skills.solve(r0, S, jnp.array(p), jnp.linspace(0.0, 1.0, 4))
