@@ -51,12 +51,12 @@ def _release_compiled_programs():
         jax.clear_caches()
 
 
-# The modules that take a minute or more of the suite's CPU time (about 300, 220, 140, 65 and 65 s
-# on the 2-core CI machine, 2026-11-27; docs/test_speed.md), longest first. pytest-xdist hands
-# out whole modules (--dist loadfile) in collection order; by default it orders them by their
-# number of tests, which put the one-test notebook module (65 s) last, leaving one worker alone
-# with it for a minute. Longest first, with the rest in xdist's order, the two workers finish
-# within seconds of each other. A module missing from this list merely runs in xdist's order.
+# The modules that take a minute or more of the suite's time (about 300, 220, 140, 65 and 65 s on
+# an idle 2-core machine, 2026-11-27; docs/test_speed.md), longest first. pytest-xdist hands out
+# whole modules (--dist loadfile) in collection order; by default it orders them by their number
+# of tests, which put the one-test notebook module (65 s) last, with one worker alone on it. Packing
+# the measured module times onto two workers in each order gives a 1,036 s run by test count and
+# 1,013 s with these five first. A module missing from this list merely runs in xdist's order.
 RUN_FIRST = (
     "tests/sims/test_contract.py",
     "tests/sims/test_lambda_balanced.py",
