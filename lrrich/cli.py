@@ -315,12 +315,10 @@ def _quiet_progress_bars(quiet: bool) -> None:
     if quiet or not (sys.stdout.isatty() and sys.stderr.isatty()):
         os.environ["TQDM_DISABLE"] = "1"
         std = sys.modules.get("tqdm.std")
-        if std is not None and std.tqdm.__dict__.get("__init__") not in _QUIETED:
-            _QUIETED.append(functools.partialmethod(std.tqdm.__init__, disable=True))
-            std.tqdm.__init__ = _QUIETED[-1]
-
-
-_QUIETED: list = []  # the tqdm constructors _quiet_progress_bars installed
+        if std is not None and not getattr(vars(std.tqdm).get("__init__"), "lrrich_quiet", False):
+            quiet_init = functools.partialmethod(std.tqdm.__init__, disable=True)
+            quiet_init.lrrich_quiet = True  # installed once per process
+            std.tqdm.__init__ = quiet_init
 
 
 def _log_progress(quiet: bool) -> None:
