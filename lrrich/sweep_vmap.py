@@ -17,7 +17,8 @@ Timings: a stacked run's ``History`` times are its share, 1/R, of the program's 
 (``History.runs_in_program`` = R), so a point's ``*_train_seconds`` is per run; ``timing.wall_s`` is
 its thread's wall time, which overlaps the other points' (``timing.vmap_points`` says how many).
 
-Agreement with ``--jobs``: the results are bitwise those of separate runs (:data:`VMAP_RTOL`).
+Agreement with ``--jobs``: on the CPU the results are bitwise those of separate runs
+(:data:`VMAP_RTOL`); on a GPU to round-off (:data:`nets.step.run_each`).
 ``--vectorize`` (``run_points(vectorize=True)``) steps a group's runs as one ``jax.vmap`` instead:
 batched matmuls, faster training steps for small models (``benchmarks/bench_vmap_sweep.py``). Each
 run then equals its own ``train`` to float32 round-off per step (the sums are reordered), which

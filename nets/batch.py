@@ -8,7 +8,7 @@ static config, run length, logging and metrics — and each group of two or more
 stacked :func:`nets.loop.fit` whose runs step one after another inside one program
 (``vectorize=False``, the default) or as one ``jax.vmap`` (``TrainBatcher(vectorize=True)``); the
 rest run alone as usual. Each call returns (or raises, e.g. :class:`nets.TrainingDiverged`) what
-its own ``train`` would — bitwise unless vectorized — and writes ``run_dir/metrics.jsonl`` the
+its own ``train`` would — bitwise on the CPU unless vectorized — and writes ``run_dir/metrics.jsonl`` the
 same way. Calls that checkpoint, resume, shard over devices or take a callback run alone.
 
 Failure modes (tests/nets/test_batch.py):
@@ -84,7 +84,7 @@ class TrainBatcher:
         instead of competing for the cores and the interpreter lock.
       vectorize: a group's runs step as one ``jax.vmap`` (batched matmuls: faster where the
         model is small, but each run then equals its own ``train`` to round-off per step, not
-        bitwise); False (default): one after another inside the program, bitwise.
+        bitwise); False (default): one after another inside the program, bitwise on the CPU.
     """
 
     def __init__(self, workers: int, *, one_at_a_time: bool = False, vectorize: bool = False):

@@ -214,7 +214,8 @@ class Runs:
       configs: the R configs; stacked: R runs in one program (else one run, possibly sharded);
       idx_sharding: how one run's minibatch indices are sharded over a device mesh, or None;
       vectorize: stacked runs train as a ``jax.vmap`` of the step (:func:`nets.step.run_many`),
-        else one after another in the program (:func:`nets.step.run_each`, bitwise = train).
+        else one after another in the program (:func:`nets.step.run_each`, bitwise = train on
+        the CPU).
     """
 
     program: Program
@@ -568,7 +569,8 @@ def fit(
       mesh: shard the minibatches of one unstacked run over this 1-D ``('data',)`` mesh.
       vectorize: stacked runs step as one ``jax.vmap`` (batched GEMMs; float32 sums reordered,
         so run i equals its own :func:`train` to round-off only); False: one after another in
-        the same program (``lax.map``): run i equals its own :func:`train` bitwise.
+        the same program (``lax.map``): run i equals its own :func:`train` bitwise on the CPU
+        (to round-off on a GPU: :data:`nets.step.run_each`).
 
     Returns:
       (R trained models in eval mode, R :class:`History`; times are each run's share, 1/R, of

@@ -378,9 +378,11 @@ def _run_each(program, states, x, y, idx, aug_keys, hps):
     return jax.lax.map(one, (states, idx, aug_keys, hps))
 
 
-#: :func:`run` of R stacked runs one after another inside one program (``lax.map``): each run's
-#: arithmetic is exactly its own ``run_jit``'s (bitwise; ``vmap`` reorders float32 sums), at the
+#: :func:`run` of R stacked runs one after another inside one program (``lax.map``): on XLA:CPU each
+#: run's arithmetic is exactly its own ``run_jit``'s (bitwise; ``vmap`` reorders float32 sums), at the
 #: cost of unbatched GEMMs (faster than ``run_many`` for wide layers on XLA:CPU, slower for tiny ones).
+#: On a GPU, XLA may choose other GEMM kernels inside the loop than in ``run_jit``: equal to
+#: round-off only (tests/nets/test_batch.py's bitwise checks failed on an H200, 2026-11-27).
 run_each = xla_cpu.program_jit(_run_each, static_argnums=0, donate_argnums=1)
 
 

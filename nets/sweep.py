@@ -50,7 +50,7 @@ def train_many(
       log_every, eval_size, metrics, metric_splits, progress: as :func:`nets.train`.
       vectorize: step the runs as one ``jax.vmap`` (default; fastest for small models, run i
         equals its ``train`` up to float32 reassociation) or one after another inside the same
-        program (``lax.map``; run i equals its ``train`` bitwise, and on XLA:CPU it is the faster
+        program (``lax.map``; run i equals its ``train`` bitwise on the CPU, and there it is the faster
         choice for wide layers, e.g. 784-256×3 MLPs).
 
     Returns:

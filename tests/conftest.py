@@ -16,6 +16,20 @@ limit_blas_threads()  # in case NumPy's OpenBLAS was loaded before this file set
 
 import pytest  # noqa: E402
 
+
+@pytest.fixture
+def full_float32():
+    """Float32 matmuls and convolutions at full precision inside the test.
+
+    For tests that compare two formulations of one function to float32 rounding (1e-5 to 1e-4).
+    JAX's default precision on a GPU rounds float32 products to TF32 (10 mantissa bits, 2⁻¹¹
+    relative), and two formulations run different kernels; on an H200 (2026-11-27) such tests
+    failed at the default precision. On the CPU the setting changes nothing.
+    """
+    with jax.default_matmul_precision("highest"):
+        yield
+
+
 # Thresholds for dropping the caches: well under Linux's default 65,530 memory mappings per
 # process, and a few GB of the machine's memory per xdist worker.
 _MAX_MAPPINGS = 20_000

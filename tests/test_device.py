@@ -131,6 +131,33 @@ def test_gpu_check_quick_script_plans_runs_a_phase_and_refuses_unknown_phases(tm
     bad = _check_script(tmp_path, "--phases", "dlr,nope", "--out", str(tmp_path / "bad"))
     assert bad.returncode != 0 and "unknown phase(s) ['nope']" in bad.stderr
 
+    suite = _check_script(tmp_path, "--dry-run", "--phases", "suite", "--out", str(tmp_path / "s"))
+    assert suite.returncode == 0, suite.stderr
+    assert [
+        p["phase"] for p in json.loads((tmp_path / "s" / "gpu_check.json").read_text())["plan"]
+    ] == ["suite"]
+
+
+def test_failures_plugin_writes_each_failure_once_as_it_happens(tmp_path):
+    """``-p gpu_failures`` appends a failing test's traceback to $GPU_CHECK_FAILURES, once under
+    pytest-xdist too (the controller writes, the worker does not), and nothing for a pass."""
+    (tmp_path / "test_two.py").write_text(
+        "def test_passes():\n    assert True\n\n"
+        "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n"
+    )
+    for workers in ("0", "1"):
+        out = tmp_path / f"failures_{workers}.txt"
+        env = dict(os.environ, GPU_CHECK_FAILURES=str(out), PYTHONPATH=str(ROOT / "benchmarks"))
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+             "-n", workers, "-p", "gpu_failures", "test_two.py"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        text = out.read_text()
+        assert text.count("=====") == 1 and "test_two.py::test_fails (call)" in text, text
+        assert "arithmetic" in text and "test_passes" not in text
+
 
 def test_value_checks_reduce_on_either_side_and_catch_nan():
     # On the CPU NumPy reads a zero-copy view; on an accelerator the reduction runs on the device

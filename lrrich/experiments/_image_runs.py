@@ -452,9 +452,9 @@ def train_seeds(
     Seed s initialises its network from ``nnx.Rngs(s)`` and orders its minibatches by
     ``jax.random.key(s)``; the data (subset, shuffled labels) are the same for all seeds. The
     seeds share one program (:func:`nets.train_many`, stepped one after another inside it:
-    ``vectorize=False``, bitwise equal to each seed's own :func:`nets.train`), so they cost about
-    one compilation. With ``checkpoint_every`` > 0 (a resumable accelerator run) or one seed, each
-    seed is a plain :func:`train_point`. Each seed's result is cached in
+    ``vectorize=False``, on the CPU bitwise equal to each seed's own :func:`nets.train`), so they
+    cost about one compilation. With ``checkpoint_every`` > 0 (a resumable accelerator run) or one
+    seed, each seed is a plain :func:`train_point`. Each seed's result is cached in
     ``run_dir/seed_<s>/point.json`` as :func:`train_point` does.
 
     Returns:

@@ -28,6 +28,7 @@ TINY = dataclasses.replace(
 )
 
 
+@pytest.mark.usefixtures("full_float32")  # the fused conv-pool path vs the plain one
 def test_hidden_preactivations_are_the_networks_units():
     model = LeNet5(10, image_size=28, rngs=nnx.Rngs(0))
     x = np.random.default_rng(0).normal(size=(3, 28, 28, 1)).astype(np.float32)

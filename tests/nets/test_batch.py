@@ -45,6 +45,26 @@ def _threads(workers, batcher):
     return out
 
 
+# A stacked group steps its runs one after another (lax.map): on XLA:CPU each run then does its own
+# train's arithmetic, bitwise. On a GPU XLA may pick other GEMM kernels for the looped program: on
+# an H200 (2026-11-27) the bitwise checks failed while the vmapped group's rtol 1e-4 held.
+EXACT = jax.default_backend() == "cpu"
+
+
+def _assert_same_records(got: list[dict], want: list[dict]) -> None:
+    """Equal log records: bitwise on the CPU, floats to rtol 1e-4 elsewhere."""
+    if EXACT:
+        assert got == want
+        return
+    assert [sorted(r) for r in got] == [sorted(r) for r in want]
+    for g, w in zip(got, want, strict=True):
+        for k, v in w.items():
+            if isinstance(v, float):
+                np.testing.assert_allclose(g[k], v, rtol=1e-4, err_msg=k)
+            else:
+                assert g[k] == v, k
+
+
 def _final_loss(result):
     return result[1].final["test_loss"]
 
@@ -59,11 +79,10 @@ def test_stacked_calls_equal_their_own_train(small, monkeypatch):
     work = [lambda s=s: train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)]
     out = _threads(work, batcher)
     assert stacked == [2] and batcher.batched_runs == 2
-    for s in (0, 1):  # bitwise: the batcher steps the runs one after another (lax.map)
+    for s in (0, 1):  # the batcher steps the runs one after another (lax.map)
         _, ref = train(_mlp(s), small, CFG, key=jax.random.key(s), **KW)
-        assert out[s][1].records == [
-            {**r, **_times(out[s][1], j)} for j, r in enumerate(ref.records)
-        ]
+        want = [{**r, **_times(out[s][1], j)} for j, r in enumerate(ref.records)]
+        _assert_same_records(out[s][1].records, want)
 
 
 def test_vectorized_batcher_steps_the_group_as_one_vmap_close_to_own_train(small, monkeypatch):
@@ -150,7 +169,8 @@ def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
     out = _threads([lambda s=s: work(s) for s in range(3)], batcher)
     assert batcher.batched_runs == 3 and most[0] == 1
     _, ref = train(_mlp(2), small, CFG, key=jax.random.key(2), **KW)
-    assert out[2][1].final["test_loss"] == ref.final["test_loss"]
+    loss = [{"test_loss": h.final["test_loss"]} for h in (out[2][1], ref)]
+    _assert_same_records(loss[:1], loss[1:])
 
 
 def test_outside_a_batcher_train_is_not_routed(small):

@@ -81,6 +81,7 @@ def _values_and_gradients(case, dtype):
     ids=[f"f64-{c[0]}-{c[1]}-k{c[2]}-b{c[5]}" for c in CASES]
     + [f"f32-{c[0]}-{c[1]}-k{c[2]}-b{c[5]}" for c in CASES[:4]],
 )
+@pytest.mark.usefixtures("full_float32")  # two formulations to float32 rounding, TF32 off
 def test_values_and_gradients_match_flax_composition(case, dtype):
     (got, got_grads), (ref, ref_grads) = _values_and_gradients(case, dtype)
     assert got.shape == ref.shape and got.dtype == ref.dtype == dtype
@@ -132,6 +133,7 @@ def test_other_convolutions_fall_back_to_the_composition(kwargs):
     np.testing.assert_allclose(got, _reference(conv, x, 2, "max", jax.nn.relu), rtol=1e-14)
 
 
+@pytest.mark.usefixtures("full_float32")
 def test_lenet5_matches_flax_composition_under_jit():
     """The model's features (two conv_pool blocks) = conv → ReLU → max_pool by Flax, jitted."""
     model = LeNet5(rngs=nnx.Rngs(0))
