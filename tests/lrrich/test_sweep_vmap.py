@@ -4,7 +4,6 @@ import dataclasses
 from pathlib import Path
 
 import jax
-import numpy as np
 import pytest
 from flax import nnx
 
@@ -12,8 +11,9 @@ import nets.batch
 from lrrich import io
 from lrrich.registry import Experiment, get
 from lrrich.runner import run_experiment
-from lrrich.sweep_vmap import VMAP_RTOL, VmapUnsupported, run_points
+from lrrich.sweep_vmap import VmapUnsupported, run_points
 from nets import MLP, TrainConfig, load_digits, train
+from tests.same_run import assert_same_run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +60,7 @@ def test_points_match_run_experiment_and_are_batched(tmp_path, monkeypatch):
         assert res["status"] == ref["status"] == "finished" and res == got[i]
         assert set(res) == set(ref) and res["steps"] == ref["steps"]
         for k, v in ref["summary"].items():  # the documented --vmap / --jobs agreement
-            np.testing.assert_allclose(res["summary"][k], v, rtol=VMAP_RTOL, atol=0, err_msg=k)
+            assert_same_run(res["summary"][k], v, err_msg=k)
         assert res["timing"]["vmap_points"] == len(POINTS)
         cfg, ref_cfg = (
             io.read_json(d / "config.json") for d in (dirs[i], tmp_path / "ref" / str(i))

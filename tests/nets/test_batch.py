@@ -10,6 +10,7 @@ from flax import nnx
 import nets.loop
 from nets import MLP, TrainConfig, load_digits, train
 from nets.batch import TrainBatcher, batched_training
+from tests.same_run import assert_same_records
 
 CFG = TrainConfig(lr=0.05, batch_size=64, epochs=1)
 KW = dict(log_every=3, eval_size=64, metrics={}, progress=False)
@@ -45,26 +46,6 @@ def _threads(workers, batcher):
     return out
 
 
-# A stacked group steps its runs one after another (lax.map): on XLA:CPU each run then does its own
-# train's arithmetic, bitwise. On a GPU XLA may pick other GEMM kernels for the looped program: on
-# an H200 (2026-11-27) the bitwise checks failed while the vmapped group's rtol 1e-4 held.
-EXACT = jax.default_backend() == "cpu"
-
-
-def _assert_same_records(got: list[dict], want: list[dict]) -> None:
-    """Equal log records: bitwise on the CPU, floats to rtol 1e-4 elsewhere."""
-    if EXACT:
-        assert got == want
-        return
-    assert [sorted(r) for r in got] == [sorted(r) for r in want]
-    for g, w in zip(got, want, strict=True):
-        for k, v in w.items():
-            if isinstance(v, float):
-                np.testing.assert_allclose(g[k], v, rtol=1e-4, err_msg=k)
-            else:
-                assert g[k] == v, k
-
-
 def _final_loss(result):
     return result[1].final["test_loss"]
 
@@ -82,7 +63,7 @@ def test_stacked_calls_equal_their_own_train(small, monkeypatch):
     for s in (0, 1):  # the batcher steps the runs one after another (lax.map)
         _, ref = train(_mlp(s), small, CFG, key=jax.random.key(s), **KW)
         want = [{**r, **_times(out[s][1], j)} for j, r in enumerate(ref.records)]
-        _assert_same_records(out[s][1].records, want)
+        assert_same_records(out[s][1].records, want)
 
 
 def test_vectorized_batcher_steps_the_group_as_one_vmap_close_to_own_train(small, monkeypatch):
@@ -170,7 +151,7 @@ def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
     assert batcher.batched_runs == 3 and most[0] == 1
     _, ref = train(_mlp(2), small, CFG, key=jax.random.key(2), **KW)
     loss = [{"test_loss": h.final["test_loss"]} for h in (out[2][1], ref)]
-    _assert_same_records(loss[:1], loss[1:])
+    assert_same_records(loss[:1], loss[1:])
 
 
 def test_outside_a_batcher_train_is_not_routed(small):
