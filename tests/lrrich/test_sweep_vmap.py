@@ -11,7 +11,7 @@ import nets.batch
 from lrrich import io
 from lrrich.registry import Experiment, get
 from lrrich.runner import run_experiment
-from lrrich.sweep_vmap import VmapUnsupported, run_points
+from lrrich.sweep_vmap import VMAP_RTOL, VmapUnsupported, run_points
 from nets import MLP, TrainConfig, load_digits, train
 from tests.same_run import assert_same_run
 
@@ -59,7 +59,8 @@ def test_points_match_run_experiment_and_are_batched(tmp_path, monkeypatch):
         res = io.read_json(dirs[i] / "results.json")
         assert res["status"] == ref["status"] == "finished" and res == got[i]
         assert set(res) == set(ref) and res["steps"] == ref["steps"]
-        for k, v in ref["summary"].items():  # the documented --vmap / --jobs agreement
+        assert VMAP_RTOL == 0.0  # the documented --vmap / --jobs agreement (bitwise on the CPU)
+        for k, v in ref["summary"].items():
             assert_same_run(res["summary"][k], v, err_msg=k)
         assert res["timing"]["vmap_points"] == len(POINTS)
         cfg, ref_cfg = (
