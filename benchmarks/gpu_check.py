@@ -106,9 +106,11 @@ QUICK_TESTS = (
 )
 TESTS_DESELECT = "not quick_script"
 # The whole suite, less what the GPU image cannot run: the notebook command needs jupytext and a
-# Jupyter kernel, which the image lacks. Twelve workers of the 16 cores, none preallocating.
+# Jupyter kernel, which the image lacks. Twelve workers of the 16 cores, none preallocating; a
+# test that hangs is stopped after 240 s (pytest-timeout, on the GPU image).
 SUITE_ARGS = ("-o", "addopts=", "-m", "not slow", "--dist", "loadfile", "-ra", "--durations=40",
-              "--deselect", "tests/test_notebooks.py", "-p", "gpu_failures", "tests")  # fmt: skip
+              "--timeout", "240", "--deselect", "tests/test_notebooks.py", "-p", "gpu_failures",
+              "tests")  # fmt: skip
 SUITE_WORKERS = 12
 FAILURES_NAME = "suite_failures.txt"
 
