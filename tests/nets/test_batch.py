@@ -10,7 +10,7 @@ from flax import nnx
 import nets.loop
 from nets import MLP, TrainConfig, load_digits, train
 from nets.batch import TrainBatcher, batched_training
-from tests.same_run import assert_same_records
+from tests.same_run import assert_same_records, assert_same_run
 
 CFG = TrainConfig(lr=0.05, batch_size=64, epochs=1)
 KW = dict(log_every=3, eval_size=64, metrics={}, progress=False)
@@ -150,8 +150,7 @@ def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
     out = _threads([lambda s=s: work(s) for s in range(3)], batcher)
     assert batcher.batched_runs == 3 and most[0] == 1
     _, ref = train(_mlp(2), small, CFG, key=jax.random.key(2), **KW)
-    loss = [{"test_loss": h.final["test_loss"]} for h in (out[2][1], ref)]
-    assert_same_records(loss[:1], loss[1:])
+    assert_same_run(out[2][1].final["test_loss"], ref.final["test_loss"])
 
 
 def test_outside_a_batcher_train_is_not_routed(small):
