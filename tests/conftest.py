@@ -1,10 +1,53 @@
 """Test-suite settings: float64 on (sims are float64 by design), non-interactive plotting, one
-OpenBLAS thread (:mod:`nets.blas`)."""
+OpenBLAS thread (:mod:`nets.blas`), XLA:CPU's older fusion emitter (:func:`compile_faster`)."""
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # nets/blas.py: LAPACK ~100× faster on 2 cores
+
+#: The XLA flag the suite runs under, and the variable that turns it off (any non-empty value).
+FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
+DEFAULT_XLA_VARIABLE = "LRRICH_TEST_DEFAULT_XLA"
+
+
+def compile_faster() -> str:
+    """Add :data:`FAST_COMPILE_FLAG` to ``XLA_FLAGS`` for this process and its children; say what.
+
+    The suite's time is mostly XLA:CPU compiling programs that run once, and jaxlib 0.10's
+    default fusion emitters take about twice as long to compile the solvers' programs as the older
+    emitter (lambda-balanced's gradient 4.7 → 2.4 s); the whole suite ran in 13 min 20 s instead
+    of 17 min (2026-11-27, docs/test_speed.md). Both emitters compile the same optimised HLO: the
+    flag changes how XLA writes the fused element-wise loops, not which operations run, and every
+    test passes under both. ``tests/test_default_emitters.py`` compiles the solvers, D_LR and a
+    training run with each emitter and asks for the same answers, so the build users get (jax's
+    defaults) stays checked; ``LRRICH_TEST_DEFAULT_XLA=1 pytest`` runs the whole suite under it.
+
+    Nothing is changed when ``XLA_FLAGS`` already names the option (the caller chose), when
+    :data:`DEFAULT_XLA_VARIABLE` is set, or when this jaxlib does not know the flag: XLA aborts the
+    process on an unknown flag, so a child Python tries it first (~2 s, once: pytest-xdist's
+    workers inherit the variable). Set before any backend starts: XLA reads ``XLA_FLAGS`` once.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_use_fusion_emitters" in flags:
+        return "XLA_FLAGS already sets xla_cpu_use_fusion_emitters"
+    if os.environ.get(DEFAULT_XLA_VARIABLE):
+        return f"{DEFAULT_XLA_VARIABLE} is set: jax's default XLA flags"
+    trial = f"{flags} {FAST_COMPILE_FLAG}".strip()
+    probe = subprocess.run(
+        [sys.executable, "-c", "import jax; jax.jit(lambda x: x + 1)(1.0).block_until_ready()"],
+        env={**os.environ, "XLA_FLAGS": trial, "JAX_PLATFORMS": "cpu"},
+        capture_output=True, timeout=300,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        return f"this jaxlib rejects {FAST_COMPILE_FLAG}: jax's default XLA flags"
+    os.environ["XLA_FLAGS"] = trial
+    return f"XLA_FLAGS={trial}"
+
+
+COMPILE_SETTING = compile_faster()
 
 import jax  # noqa: E402
 
@@ -78,6 +121,10 @@ RUN_FIRST = (
     "tests/test_notebooks.py",
     "tests/nets/test_step.py",
 )
+
+
+def pytest_report_header(config):
+    return f"XLA:CPU compile setting: {COMPILE_SETTING}"
 
 
 def pytest_configure(config):
