@@ -8,6 +8,10 @@ point, D_LR on graded, nearly collapsed and p > n spectra in float64 and float32
 training run. The rest of the suite checks these programs against independent references (the
 gradient flow, the naive n×n definition, the papers' outcomes); equal answers carry those checks
 over to the default build.
+
+A per-program option does reach the compiler: in a process without the suite's flag,
+lambda-balanced's trajectory (d, h, c) = (3, 2, 2) compiled in 0.84 s with the older emitter and
+1.54 s with the default one (2026-11-27).
 """
 
 import functools
@@ -20,6 +24,7 @@ import pytest
 from metrics import dlr
 from sims.tolerances import tolerance
 from tests.metrics.test_accuracy import _case
+from tests.nets.test_step import TOL
 from tests.sims.test_contract import IDS, MODELS_UNDER_TEST, _grid, _run
 
 OPTION = "xla_cpu_use_fusion_emitters"
@@ -62,7 +67,8 @@ def test_every_solver_gives_the_same_trajectory(model):
 def test_dlr_is_the_same_on_ill_conditioned_spectra(name, dtype):
     phi, f = (np.asarray(a, dtype) for a in _case(name))
     older, default = _both(dlr, phi, f)
-    # float64: a few thousand ulps of a [0, 1] value; float32: the float32 row of the same rule
+    # A value in [0, 1] computed two ways: float64 within the table's rounding row (a few
+    # thousand ulps); float32 within ~100 ulps of ε32 = 1.2e-7
     atol = tolerance(np.float64, "rounding") if dtype == np.float64 else 1e-5
     assert 0.0 <= older <= 1.0
     assert abs(float(default) - float(older)) <= atol
@@ -86,8 +92,8 @@ def test_a_short_training_run_is_the_same():
     older, default = _both(lambda s, h: run(program, s, x, y, idx, jax.random.key(0), h), state, hp)
     losses = older[1]
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
-    # float32 sums reassociated by other loop code, ~ε32 per step through 12 momentum steps
-    # (the rule of test_step.py's vmapped-vs-sequential runs)
+    # float32 sums possibly reassociated by other loop code, ~ε32 per step through 12 momentum
+    # steps: the rule of test_step.py's vmapped-vs-sequential runs
     for a, b in zip(jax.tree.leaves(default), jax.tree.leaves(older), strict=True):
         if np.issubdtype(a.dtype, np.floating):
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+            np.testing.assert_allclose(a, b, **TOL["vmap_params"])
