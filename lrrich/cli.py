@@ -155,6 +155,16 @@ def _cmd_verify(args) -> int:
     return 0 if all(r.ok for r in rows) else 1
 
 
+def _cmd_info(args) -> int:
+    import json
+
+    from lrrich.info import environment, format_environment
+
+    env = environment()
+    print(json.dumps(env, indent=1) if args.json else format_environment(env))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``lrrich`` argument parser."""
     p = argparse.ArgumentParser(
@@ -273,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--replot", action="store_true", help="redraw the figures from results.json first"
     )
     s.set_defaults(func=_cmd_report)
+
+    s = sub.add_parser(
+        "info", parents=[common], help="what JAX sees: devices, versions, precision, memory"
+    )
+    s.add_argument("--json", action="store_true", help="print JSON instead of text")
+    s.set_defaults(func=_cmd_info)
     return p
 
 
