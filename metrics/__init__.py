@@ -40,6 +40,7 @@ from metrics.feature_tracking import (
     match_features,
     track_features,
 )
+from metrics.fitted_readout import fitted_readout, fitted_readout_dlr
 from metrics.kernels import (
     empirical_ntk,
     feature_kernel_distance,
@@ -60,6 +61,8 @@ from metrics.plots import plot_feature_decomposition, plot_metric_history
 from metrics.reference import ReferenceSample, random_feature_dlr, random_feature_dlr_mc
 
 __all__ = [
+    "fitted_readout",
+    "fitted_readout_dlr",
     "track_features",
     "match_features",
     "feature_trajectories",
