@@ -75,8 +75,13 @@ def content_hash(flat: dict[str, np.ndarray]) -> str:
     for k in sorted(flat):
         a = np.ascontiguousarray(flat[k])
         h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8))  # the bytes of a.tobytes(), without a copy
     return h.hexdigest()
+
+
+def tree_hash(tree: Any) -> str:
+    """:func:`content_hash` of the leaves of a pytree (PRNG keys by their key data)."""
+    return content_hash(_encode(tree))
 
 
 def _read_hashes(path: Path) -> dict[str, str]:

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nets import rundir
 from nets.checkpoint import Checkpointer
 from nets.config import HParams, TrainConfig
 from nets.data.base import Dataset, validate
@@ -597,17 +598,33 @@ def fit(
     if mesh is not None:
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         x, y, runs.state = jax.device_put((x, y, runs.state), replicated)
-    for d in run_dirs:
+    identities = [
+        None if d is None else rundir.run_identity(m, data, c, k)
+        for d, m, c, k in zip(run_dirs, models, configs, keys, strict=True)
+    ]
+    for d, identity in zip(run_dirs, identities, strict=True):
         if d is not None:
             d.mkdir(parents=True, exist_ok=True)
+            rundir.check_folder(d, identity)  # a folder holds one run
+    if checkpoint_every and not resume and rundir.has_checkpoints(run_dirs[0]):
+        raise ValueError(
+            f"{run_dirs[0]} already holds checkpoints of this run; pass resume=True to continue "
+            f"it, or delete {run_dirs[0] / rundir.CHECKPOINTS} to train it again from step 0"
+        )
     start, ckpt = 0, None
     if checkpoint_every or resume:
-        ckpt = Checkpointer(run_dirs[0] / "checkpoints")
+        ckpt = Checkpointer(run_dirs[0] / rundir.CHECKPOINTS)
         if resume and ckpt.latest_step() is not None:
             start, runs.state = ckpt.restore(runs.state)
             if mesh is not None:
                 runs.state = jax.device_put(runs.state, replicated)
-    logs = [JsonlLog(d / "metrics.jsonl", start) if d is not None else None for d in run_dirs]
+    for d, identity in zip(run_dirs, identities, strict=True):
+        if d is not None:
+            rundir.record(d, identity)
+    # a fresh start begins a new log; a resume keeps the records up to its checkpoint
+    logs = [
+        JsonlLog(d / "metrics.jsonl", start or None) if d is not None else None for d in run_dirs
+    ]
     histories = [
         History(
             log.records() if log else [],
