@@ -18,6 +18,7 @@ An experiment module defines, at module level::
     def plot(results: dict, run_dir: Path) -> list[Path]: ...   # optional; reads results only
     def check(config: Config) -> None: ...   # optional; raise ValueError for a config that cannot run
     def verdict(results: dict) -> str: ...   # optional; lines the CLI prints after the summary
+    CLAIMS = (lrrich.claims.Claim(...), ...)   # the papers' claims, judged from results["measured"]
 
 :meth:`Experiment.config` builds and checks a whole config before anything is written: every
 override is coerced to its field's type, NaN is refused, image-training configs
@@ -34,6 +35,7 @@ with timings) and the figures into the run directory, then ``report.md``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import importlib.util
 import math
@@ -61,6 +63,7 @@ class Experiment:
     module: str = ""
     check: Callable[[Any], None] | None = None
     verdict: Callable[[dict], str] | None = None
+    claims: tuple = ()
     runtime: str = ""
 
     def config(
@@ -153,6 +156,7 @@ def _from_module(mod: types.ModuleType) -> Experiment:
         check=getattr(mod, "check", None),
         verdict=getattr(mod, "verdict", None),
         runtime=getattr(mod, "RUNTIME", ""),
+        claims=tuple(getattr(mod, "CLAIMS", ())),
     )
 
 
@@ -204,10 +208,21 @@ def names() -> list[str]:
     return sorted(discover())
 
 
+def did_you_mean(word: str, choices) -> str:
+    """``"did you mean 'lr'?"`` for the closest of ``choices`` to a mistyped ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 def get(name: str) -> Experiment:
-    """The experiment called ``name``; a one-line error listing valid names otherwise."""
+    """The experiment called ``name``; a one-line error with the closest names (or all) otherwise."""
     reg = discover()
     if name not in reg:
+        hint = did_you_mean(name, reg)
+        if hint:
+            raise UnknownExperimentError(
+                f"unknown experiment {name!r}; {hint} (`lrrich list` shows all {len(reg)})"
+            )
         raise UnknownExperimentError(
             f"unknown experiment {name!r}; valid: {', '.join(sorted(reg))}"
         )
@@ -260,7 +275,10 @@ def apply_overrides(config, overrides: dict[str, str], *, flags: dict[str, str] 
     changes = {}
     for key, value in overrides.items():
         if key not in valid:
-            raise ValueError(f"unknown config key {key!r}; valid: {', '.join(valid)}")
+            hint = did_you_mean(key, valid)
+            raise ValueError(
+                f"unknown config key {key!r}; {hint + ' ' if hint else ''}valid: {', '.join(valid)}"
+            )
         if isinstance(value, str):
             value = _coerce(value, hints[key], key, flags.get(key, "--set"))
         changes[key] = value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
@@ -116,7 +115,7 @@ def _disagreements(rows: list[dict], experiment: str | None = None) -> list[str]
         "",
     ]
     for r in off:
-        note = r.get("note") or "no note"
+        note = r.get("reason") or r.get("note") or "no note"
         lines.append(f"- **{_cell(r.get('quantity', '?'))}** ({r.get('verdict')}): {note}")
     findings = f"docs/findings/{experiment.replace('-', '_')}.md" if experiment else None
     if findings and not (Path(__file__).resolve().parents[1] / findings).is_file():
@@ -203,9 +202,15 @@ def render_markdown(run_dir: str | Path) -> str:
             "",
         ]
     warning = _dataset_warning(exp, cfg, res.get("comparison") or [])
-    if res.get("comparison"):
-        lines += ["## Paper vs measured", "", *warning, *_comparison_table(res["comparison"]), ""]
-        lines += _disagreements(res["comparison"], cfg.get("experiment"))
+    rows = res.get("comparison") or []
+    if rows and all("reason" in r for r in rows):  # judged by lrrich.claims
+        from lrrich.table import report_lines
+
+        lines += ["## Paper vs measured", "", *warning, *report_lines(rows), ""]
+        lines += _disagreements(rows, cfg.get("experiment"))
+    elif rows:  # rows of runs recorded before the claims engine
+        lines += ["## Paper vs measured", "", *warning, *_comparison_table(rows), ""]
+        lines += _disagreements(rows, cfg.get("experiment"))
     elif exp is not None and exp.paper:
         lines += ["## Paper vs measured", "", *warning, *_paper_table(exp.paper, summary), ""]
     if summary:
@@ -241,39 +246,12 @@ def render_markdown(run_dir: str | Path) -> str:
 
 
 def _markdown_to_html(md: str) -> str:
-    """A minimal markdown → HTML rendering (headings, tables, images, code) with no dependency."""
-    out, in_table, in_code = [], False, False
-    for line in md.splitlines():
-        if line.startswith("```"):
-            out.append("</pre>" if in_code else "<pre>")
-            in_code = not in_code
-            continue
-        if in_code:
-            out.append(html.escape(line))
-            continue
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= {"-", " "}:
-                continue
-            if not in_table:
-                out.append("<table border=1 cellpadding=3>")
-                in_table = True
-            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-            continue
-        if in_table:
-            out.append("</table>")
-            in_table = False
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            out.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-        elif line.startswith("![") and "](" in line:
-            alt, src = line[2:].split("](", 1)
-            out.append(f'<p><img src="{html.escape(src[:-1])}" alt="{html.escape(alt)}"></p>')
-        elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
-    if in_table:
-        out.append("</table>")
-    return "<!doctype html><meta charset=utf-8><body>\n" + "\n".join(out) + "\n</body>\n"
+    """report.md as a standalone HTML page (CommonMark with GitHub tables, by markdown-it-py)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(md)
+    style = "table{border-collapse:collapse}td,th{border:1px solid #999;padding:3px}"
+    return f"<!doctype html><meta charset=utf-8><style>{style}</style><body>\n{body}</body>\n"
 
 
 def redraw_figures(run_dir: str | Path) -> list[Path]:

@@ -86,6 +86,10 @@ def run_experiment(
         if not _is_divergence(err):
             raise
         results = {"status": DIVERGED, "message": str(err), "summary": {}}
+    if results.get("measured") and exp.claims:
+        from lrrich.claims import judge_all
+
+        results["comparison"] = judge_all(exp.claims, results["measured"])
     results.setdefault("timing", {})["wall_s"] = time.perf_counter() - t0
     results["environment"] = runfolder.environment()
     io.write_json(run_dir / runfolder.RESULTS, results)

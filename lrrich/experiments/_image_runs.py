@@ -344,6 +344,22 @@ def safe_dlr(features, outputs) -> float:
         return float("nan")
 
 
+def init_baseline(model, data, split: str = "test") -> float:
+    """The at-init baseline of a D_LR claim: :func:`metrics.fitted_readout_dlr` of ``model``'s
+    features on ``split`` with the least-squares readout of its one-hot labels (regression
+    targets as they are); NaN where undefined. Call it on the untrained model."""
+    from metrics import fitted_readout_dlr
+
+    x, y = (data.x_test, data.y_test) if split == "test" else (data.x_train, data.y_train)
+    phi, _ = _features_outputs(model, x, 1.0)
+    y = np.asarray(y)
+    targets = np.eye(data.num_classes)[y] if data.task == "classification" else y
+    try:
+        return float(fitted_readout_dlr(phi, targets).value)
+    except ValueError:
+        return float("nan")
+
+
 def measure(model, data, output_scale: float) -> dict:
     """Accuracy, D_LR and the feature decomposition of a trained model on the full data.
 
