@@ -76,6 +76,47 @@ def record_run(run_dir: str | Path, *, label: str | None = None, root: Path = RE
     return path
 
 
+def write_record(
+    experiment: str,
+    label: str,
+    measured: Mapping,
+    *,
+    source: str,
+    command: str,
+    commit: str | None,
+    date: str,
+    machine: str,
+    root: Path = RECORDS,
+) -> Path:
+    """Write a record whose run folder is not at hand (a long or accelerator run): the per-seed
+    values as the run printed them, with ``source`` saying where they were read (e.g. "transcribed
+    from docs/findings/resnet_lr.md, seeds 0-2"). The table marks such records *transcribed*.
+
+    Args:
+      experiment: the registered experiment name.
+      label: the record's name, e.g. ``"past-0.2-gpu"``.
+      measured: :func:`lrrich.claims.measured` of the per-seed values.
+      source, command, commit, date, machine: the provenance of the values.
+    """
+    from lrrich.registry import get
+
+    get(experiment)  # a registered experiment, or a clear error
+    path = root / experiment / f"{label}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "experiment": experiment,
+        "label": label,
+        "command": command,
+        "commit": commit,
+        "date": date,
+        "machine": machine,
+        "source": source,
+        "measured": dict(measured),
+    }
+    io.write_json(path, record)
+    return path
+
+
 def _machine(env: Mapping) -> str:
     devices = env.get("devices") or []
     backend = env.get("backend", "cpu")
@@ -142,7 +183,9 @@ def docs_table(records: Sequence[Mapping]) -> str:
                 _claims.reference_text(row),
                 f"**{row['verdict']}**",
                 row["reason"],
-                f"{rec['label']} ({rec.get('date', '')}, {rec.get('machine', '')})",
+                f"{rec['label']} ({rec.get('date', '')}, {rec.get('machine', '')}"
+                + ("; transcribed" if rec.get("source") else "")
+                + ")",
             )
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     total = ", ".join(f"{counts[v]} {v}" for v in _claims.VERDICTS if v in counts)
