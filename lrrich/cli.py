@@ -51,6 +51,13 @@ def _cmd_run(args) -> int:
     from lrrich.registry import get
     from lrrich.runner import default_run_dir, run_experiment
 
+    if getattr(args, "dry_run", False):
+        from lrrich.plan import format_plan, run_plan
+
+        out = Path(args.out) if args.out else None
+        plan = run_plan(args.name, args.scale, _parse_sets(args.set), out, resume=args.resume)
+        print(format_plan(plan, args.command))
+        return 0
     exp = get(args.name)
     config = exp.config(args.scale, _parse_sets(args.set), runnable=True)
     run_dir = Path(args.out) if args.out else default_run_dir(exp.name)
@@ -93,6 +100,27 @@ def _cmd_sweep(args) -> int:
     from lrrich.sweep import parse_grid, parse_shard, run_sweep, text_table
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{args.name}"
+    if args.dry_run:
+        from lrrich.plan import format_plan, sweep_plan
+
+        plan = sweep_plan(
+            args.name,
+            parse_grid(args.grid),
+            out,
+            seeds=args.seeds,
+            scale=args.scale,
+            fixed=_parse_sets(args.set),
+            jobs=args.jobs,
+            executor=args.executor,
+            slurm_gpus=args.slurm_gpus,
+            shard=args.shard,
+            vmap=args.vmap or args.vectorize,
+            vectorize=args.vectorize,
+            max_runs=args.max_runs,
+            yes=args.yes,
+        )
+        print(format_plan(plan, "sweep"))
+        return 0
     args.folder = out
     result = run_sweep(
         args.name,
@@ -165,6 +193,12 @@ def _cmd_info(args) -> int:
     return 0
 
 
+_DRY_RUN_HELP = (
+    "check the command and print its plan (points, runs, steps, model, dataset, devices, "
+    "executor, extras needed); write nothing"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``lrrich`` argument parser."""
     p = argparse.ArgumentParser(
@@ -189,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--resume", action="store_true", help="continue the run folder --out (same config only)"
     )
+    s.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     s.set_defaults(func=_cmd_run)
 
     s = sub.add_parser(
@@ -201,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--resume", action="store_true", help="continue the run folder --out (same config only)"
     )
+    s.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     s.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser(
@@ -238,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --vmap (implied): step the stacked runs as one jax.vmap — batched matmuls, "
         "faster for small models, equal to separate runs to round-off instead of bitwise",
     )
+    s.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
     g = s.add_argument_group("slurm (with --executor slurm)")
     g.add_argument("--slurm-partition", default=None)
     g.add_argument("--slurm-time", type=int, default=60, help="minutes per point")

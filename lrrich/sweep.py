@@ -192,7 +192,8 @@ def _worker_init() -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
-def _check_sweep_folder(sweep_dir: Path, meta: dict) -> None:
+def check_sweep_folder(sweep_dir: Path, meta: dict) -> None:
+    """Refuse a non-empty ``sweep_dir`` that is not a sweep folder or holds another sweep."""
     if not sweep_dir.exists() or not any(sweep_dir.iterdir()):
         return
     path = sweep_dir / SWEEP_CONFIG
@@ -215,7 +216,7 @@ def _lines(progress: bool) -> Callable[[str], None]:
     return lambda s: print(s, file=sys.stderr, flush=True)
 
 
-def _one_seed_per_point(name, valid, fixed, grid, seeds, log) -> dict[str, str]:
+def one_seed_per_point(name, valid, fixed, grid, seeds, log) -> dict[str, str]:
     """``fixed`` with ``seeds=1`` where the sweep itself varies the seed of a multi-seed experiment.
 
     An experiment with a ``seeds`` field trains ``seed, …, seed + seeds − 1`` in every run; sweeping
@@ -311,7 +312,7 @@ def run_sweep(
         raise ValueError(f"--set and --grid/--seeds both set {both}; use one of them")
     if seeds > 1 and "seed" not in valid:
         raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
-    fixed = _one_seed_per_point(name, valid, fixed, grid, seeds, _lines(progress))
+    fixed = one_seed_per_point(name, valid, fixed, grid, seeds, _lines(progress))
     points = grid_points(grid, seeds)
     overrides = [{**fixed, **p} for p in points]
     flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
@@ -325,7 +326,7 @@ def run_sweep(
     meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds}
     if fixed:
         meta["set"] = fixed
-    _check_sweep_folder(sweep_dir, meta)
+    check_sweep_folder(sweep_dir, meta)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(sweep_dir / SWEEP_CONFIG, meta)
     log = _lines(progress)
