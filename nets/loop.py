@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from nets import rundir
+from nets import checks, rundir
 from nets.checkpoint import Checkpointer
 from nets.config import HParams, TrainConfig
 from nets.data.base import Dataset, validate
@@ -328,11 +328,12 @@ def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) ->
     """The :class:`Runs` of ``models`` and their steps per epoch (checks that they fit together)."""
     if not stacked and len(models) != 1:
         raise ValueError(f"an unstacked fit trains one run, got {len(models)}")
-    validate(data)
+    validate(checks.check_dataset(data))
+    checks.check_configs(configs)
     for c in configs:
-        c.validate()
         if c.loss == "ce" and data.task != "classification":
             raise ValueError("loss='ce' needs a classification dataset")
+    checks.check_inputs(models[0], data, configs)
     spe, total = _run_length(configs, len(data.x_train))
     if mesh is not None and configs[0].batch_size % mesh.size:
         raise ValueError(
@@ -343,6 +344,7 @@ def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) ->
         for m, c in zip(models, configs, strict=True)
     ]
     program = built[0][0]
+    checks.check_output_width(*built[0], data)
     for i, (p, _, _) in enumerate(built):
         if p != program:
             raise ValueError(_mismatch(program, p, i))
@@ -467,8 +469,17 @@ class _Clock:
                                            if rest >> b & 1]  # fmt: skip
 
 
-def _diverged(losses: np.ndarray, step: int, config: TrainConfig, ckpt) -> TrainingDiverged:
-    """The :class:`TrainingDiverged` for the first non-finite loss of a chunk ending at ``step``."""
+# Initialisations assume inputs of order 1 (LeCun/He scaling); inputs beyond this overflow the
+# float32 loss of an untrained network long before any learning rate matters.
+_HUGE_INPUT = 1e4
+
+
+def _diverged(losses: np.ndarray, step: int, config: TrainConfig, ckpt, x) -> TrainingDiverged:
+    """The :class:`TrainingDiverged` for the first non-finite loss of a chunk ending at ``step``.
+
+    A loss that is non-finite at step 0 came before any update, so the message names the inputs
+    (their largest magnitude, ``x`` the training inputs) instead of the learning rate.
+    """
     pos = int(np.argmin(np.isfinite(losses)))
     bad, value = step - len(losses) + pos, float(losses[pos])
     last = ckpt.latest_step() if ckpt is not None else None
@@ -477,12 +488,25 @@ def _diverged(losses: np.ndarray, step: int, config: TrainConfig, ckpt) -> Train
         if last is not None
         else "no checkpoint was saved"
     )
-    return TrainingDiverged(
-        f"training loss became {value} at step {bad} (lr={config.lr}, "
-        f"optimizer={config.optimizer}); lower the learning rate; {where}",
-        step=bad,
-        loss=value,
-    )
+    if bad == 0:
+        biggest = float(jnp.max(jnp.abs(x.astype(jnp.float32)))) * config.input_scale
+        cause = (
+            f"the inputs are huge (largest |input_scale·x| = {biggest:.3g}): rescale them to "
+            "order 1, e.g. standardise x"
+            if not biggest <= _HUGE_INPUT
+            else "check the inputs and the initial scale (weight_scale, layer_balance, "
+            "output_scale)"
+        )
+        message = (
+            f"training loss was {value} at step 0, before any update, so the learning rate is "
+            f"not the cause: the untrained model's loss is not finite; {cause}; {where}"
+        )
+    else:
+        message = (
+            f"training loss became {value} at step {bad} (lr={config.lr}, "
+            f"optimizer={config.optimizer}); lower the learning rate; {where}"
+        )
+    return TrainingDiverged(message, step=bad, loss=value)
 
 
 def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, bar) -> None:
@@ -511,7 +535,7 @@ def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, ba
         first = False
         finite = np.isfinite(losses).all(axis=1)
         for i in np.flatnonzero(alive & ~finite):
-            histories[i].diverged = _diverged(losses[i], step, runs.configs[i], ckpt)
+            histories[i].diverged = _diverged(losses[i], step, runs.configs[i], ckpt, x)
             alive[i] = False
         if not alive.any():
             return
@@ -578,6 +602,7 @@ def fit(
       the program's). A run whose loss became non-finite has ``History.diverged`` set and stops
       being logged; the others go on.
     """
+    checks.check_dataset(data)
     models, configs, keys = list(models), list(configs), list(keys)
     if not (len(models) == len(configs) == len(keys)) or not models:
         raise ValueError(

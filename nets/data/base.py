@@ -34,6 +34,27 @@ def to_layout(images: np.ndarray, layout: str) -> np.ndarray:
     return images
 
 
+def float_dtype(dtype) -> np.dtype:
+    """``dtype`` as a NumPy dtype, refused unless floating (pixels scaled to [0, 1] need one).
+
+    Raises:
+      TypeError: an integer, boolean or other non-floating dtype (casting [0, 1] pixels to it
+        would turn them into 0 and 1).
+    """
+    try:
+        out = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(
+            f"dtype must be a floating NumPy dtype such as np.float32, got {dtype!r}"
+        ) from e
+    if not np.issubdtype(out, np.floating):
+        raise TypeError(
+            f"dtype must be a floating dtype (pixels are scaled to [0, 1], which {out} would round "
+            "to 0 or 1); pass np.float32 (default) or np.float64"
+        )
+    return out
+
+
 def stratified_order(labels: np.ndarray, seed: int) -> np.ndarray:
     """A seeded order of the indices of ``labels`` whose every prefix is class-balanced.
 

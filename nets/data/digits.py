@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nets.data.base import Dataset
+from nets.data.base import Dataset, float_dtype
 
 N_TEST = 360
 """Size of the fixed test split (20% of the 1797 images, stratified by class)."""
@@ -18,11 +18,12 @@ def load_digits(*, flatten: bool = True, dtype=np.float32) -> Dataset:
 
     Args:
       flatten: return inputs of shape (n, 64) (True) or images (n, 8, 8, 1) (False).
-      dtype: floating dtype of the inputs.
+      dtype: floating dtype of the inputs (an integer dtype is a ``TypeError``).
 
     Returns:
       :class:`~nets.data.base.Dataset` with 10 classes.
     """
+    dtype = float_dtype(dtype)
     from sklearn.datasets import load_digits as _sk_digits
     from sklearn.model_selection import train_test_split
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nets.data.base import LAYOUTS, Dataset, take_train, to_layout, validate
+from nets.data.base import LAYOUTS, Dataset, float_dtype, take_train, to_layout, validate
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 """Where Debian's ``dataset-fashion-mnist`` package installs the four IDX files."""
@@ -133,11 +133,12 @@ def load_idx(
       seed: NumPy seed of the subset.
       num_classes: C (default: largest label + 1).
       name: dataset name (default: the folder's name).
-      dtype: floating dtype of the pixels.
+      dtype: floating dtype of the pixels (an integer dtype is a ``TypeError``).
 
     Returns:
       a validated :class:`~nets.data.base.Dataset`.
     """
+    dtype = float_dtype(dtype)
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {list(LAYOUTS)}, got {layout!r}")
     files = find_idx_files(data_dir, prefix)
@@ -192,11 +193,12 @@ def load_fashion_mnist(
       layout: ``'flat'``, ``'image'`` (default) or ``'padded'`` (see :data:`LAYOUTS`).
       n_train: keep a seeded class-balanced subset of this many training images (None: all).
       seed: NumPy seed of the subset.
-      dtype: floating dtype of the pixels.
+      dtype: floating dtype of the pixels (an integer dtype is a ``TypeError``).
 
     Returns:
       :class:`~nets.data.base.Dataset` named ``'fashion_mnist'``.
     """
+    dtype = float_dtype(dtype)
     folder = Path(data_dir).expanduser() if data_dir is not None else FASHION_MNIST_DIR
     if data_dir is None and not folder.is_dir():
         raise FileNotFoundError(

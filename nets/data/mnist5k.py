@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nets.data.base import Dataset, stratified_order, take_train, to_layout
+from nets.data.base import Dataset, float_dtype, stratified_order, take_train, to_layout
 
 N_IMAGES = 5000
 """Images in the file (500 of each digit)."""
@@ -93,11 +93,12 @@ def load_mnist5k(
       layout: ``'flat'`` (n, 784), ``'image'`` (n, 28, 28, 1) or ``'padded'`` (n, 32, 32, 1).
       n_train: keep this many of the 4,000 training images (None: all).
       seed: NumPy seed of the training subset.
-      dtype: floating dtype of the pixels.
+      dtype: floating dtype of the pixels (an integer dtype is a ``TypeError``).
 
     Returns:
       :class:`~nets.data.base.Dataset` with 10 classes, named ``'mnist5k'``.
     """
+    dtype = float_dtype(dtype)
     images, labels = _installed()
     order = stratified_order(labels, SPLIT_SEED)
     test, train = np.sort(order[:N_TEST]), np.sort(order[N_TEST:])

@@ -179,7 +179,8 @@ class Transformer(nnx.Module):
         """Φ: final residual stream at the last position after the final LayerNorm, shape (n, d).
 
         Args:
-          tokens: integer token ids, shape (n, L) with 1 ≤ L ≤ max_len.
+          tokens: integer token ids in [0, vocab_size), shape (n, L) with 1 ≤ L ≤ max_len. An
+            id out of range is a ``ValueError``; under ``jax.jit`` its example's Φ is NaN.
         """
         if tokens.ndim != 2 or not 1 <= tokens.shape[1] <= self.max_len:
             raise ValueError(
@@ -188,7 +189,19 @@ class Transformer(nnx.Module):
             )
         if not jnp.issubdtype(tokens.dtype, jnp.integer):
             raise ValueError(f"Transformer expects integer token ids, got dtype {tokens.dtype}")
-        x = self.token_embed(tokens) + self.pos_embed(jnp.arange(tokens.shape[1]))[None]
+        if not isinstance(tokens, jax.core.Tracer) and tokens.size:
+            lo, hi = int(tokens.min()), int(tokens.max())
+            if lo < 0 or hi >= self.vocab_size:
+                raise ValueError(
+                    f"token ids must lie in [0, {self.vocab_size}) (vocab_size), got ids in "
+                    f"[{lo}, {hi}]; build the model with a larger vocab_size or map the ids "
+                    "into range"
+                )
+        # An id outside [0, vocab) would read another token's row (−1 wraps to the last one):
+        # under jit, where it cannot be refused, its embedding is NaN.
+        valid = (tokens >= 0) & (tokens < self.vocab_size)
+        embedded = jnp.where(valid[..., None], self.token_embed(tokens), jnp.nan)
+        x = embedded + self.pos_embed(jnp.arange(tokens.shape[1]))[None]
         for i, block in enumerate(self.blocks):
             # Φ reads the last position only: the last block computes nothing else
             x = block(x, last_only=i == len(self.blocks) - 1)
