@@ -58,10 +58,13 @@ axes[1].legend(fontsize=8)
 # ## All four exponents of Table 4.1
 
 # %%
-print("theory:", scaling_laws.exponents(alpha))
+theory = scaling_laws.exponents(alpha)
+for name, value in theory._asdict().items():
+    print(f"theory {name:>10}: {float(value):+.4f}")
 N = jnp.geomspace(10, 1e4, 30)
 LN = scaling_laws.parameter_curve(N, alpha, S)
-print("fitted parameter exponent:", scaling_laws.fit_power_law(N, LN, window=(1e2, 1e4))[0])
+fitted = float(scaling_laws.fit_power_law(N, LN, window=(1e2, 1e4))[0])
+print(f"fitted parameter exponent: {fitted:+.4f} (theory {float(theory.params):+.4f})")
 
 # %% [markdown]
 # ## Emergence: calibrate on one skill, predict the others

@@ -103,12 +103,12 @@ for name, dec in picked.items():
 fig = plot_feature_decomposition(picked, max_k=256)
 
 # %% [markdown]
-# **What this run shows** (p = 97, seed 0, measured on a 2-core CPU in ~1 min): the MLP fits its
+# **What this run shows** (p = 97, seed 0; about a minute on a laptop CPU): the MLP fits its
 # training set by step ~1,000 and generalises around step 2,000–3,000. D_LR *falls* while it
 # memorises (0.32 → 0.20) and then *rises* (≈ 0.47 at step 4,000) while it generalises, with the
 # feature effective dimension growing — the opposite of the paper's transformer (D_LR 0.51 → 0.11,
 # trained with MSE on one-hot targets, D App. F.4). With cross-entropy the logits keep
 # growing along many directions, so the numerical span Ĥ of the outputs is much larger than the
-# few directions the features concentrate on, and D_LR (a projection onto Ĥ, SPEC 2.1) counts
+# few directions the features concentrate on, and D_LR (a projection onto Ĥ, T Definition 2) counts
 # them all. Try `loss="mse"` above to compare; the `grokking-transformer` experiment documents the
 # setting used at small scale.
