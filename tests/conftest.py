@@ -18,8 +18,7 @@ def compile_faster() -> str:
 
     The suite's time is mostly XLA:CPU compiling programs that run once, and jaxlib 0.10's
     default fusion emitters take about twice as long to compile the solvers' programs as the older
-    emitter (lambda-balanced's gradient 4.7 → 2.4 s); the whole suite ran in 13 min 20 s instead
-    of 17 min (2026-11-27, docs/test_speed.md). Both emitters compile the same optimised HLO: the
+    emitter (lambda-balanced's gradient 4.7 → 2.4 s; docs/test_speed.md). Both emitters compile the same optimised HLO: the
     flag changes how XLA writes the fused element-wise loops, not which operations run, and every
     test passes under both. ``tests/test_default_emitters.py`` compiles the solvers, D_LR and a
     training run with each emitter and asks for the same answers, so the build users get (jax's
@@ -108,8 +107,7 @@ def _release_compiled_programs():
         jax.clear_caches()
 
 
-# The modules that take a minute or more of the suite's time (about 300, 220, 140, 65 and 65 s on
-# an idle 2-core machine, 2026-11-27; docs/test_speed.md), longest first. pytest-xdist hands out
+# The modules that take a minute or more of the suite's time, longest first. pytest-xdist hands out
 # whole modules (--dist loadfile) in collection order; by default it orders them by their number
 # of tests, which put the one-test notebook module (65 s) last, with one worker alone on it. Packing
 # the measured module times onto two workers in each order gives a 1,036 s run by test count and
