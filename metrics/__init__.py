@@ -6,6 +6,7 @@ Every GEMM requests full float32 precision (``Precision.HIGHEST``), so GPU/TPU r
 tolerances and their sources are tabled in :mod:`metrics._numerics`.
 """
 
+from metrics._validate import Float64Warning
 from metrics.activations import (
     KUNIN_LAPLACIAN,
     ZERO_SUM_LAPLACIAN,
@@ -70,6 +71,7 @@ __all__ = [
     "FeatureTrajectories",
     "FeatureTracks",
     "DLR",
+    "Float64Warning",
     "KUNIN_LAPLACIAN",
     "ZERO_SUM_LAPLACIAN",
     "FeatureDecomposition",

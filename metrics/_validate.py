@@ -6,9 +6,38 @@ Shape checks always run; value checks (finite, one-hot) run only on concrete arr
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+
+class Float64Warning(UserWarning):
+    """A float64 input met a session with x64 off: the metric would answer in float32.
+
+    The counterpart of ``sims.Float64Warning`` (same name, same case); the two packages import
+    nothing from each other, so each defines its own.
+    """
+
+
+def warn_if_float64_dropped(x, name: str) -> None:
+    """Warn when ``x`` is float64 but JAX's x64 mode is off, naming the fix.
+
+    JAX canonicalises float64 to float32 unless x64 is enabled, so a float64 NumPy array would
+    silently give a float32 answer (relative error ~1e-7 instead of ~1e-16).
+    """
+    if jax.config.jax_enable_x64:
+        return
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and np.dtype(dtype) == np.float64:
+        warnings.warn(
+            f"{name} is float64 but JAX's x64 mode is off, so metrics would compute in float32; "
+            "wrap the call in `with jax.enable_x64(True):` (or set "
+            "jax.config.update('jax_enable_x64', True) at the entry point) for float64 answers",
+            Float64Warning,
+            stacklevel=4,
+        )
 
 
 def is_concrete(x) -> bool:
@@ -19,7 +48,9 @@ def is_concrete(x) -> bool:
 def as_float(x, name: str) -> jax.Array:
     """``x`` as a floating JAX array: integers and booleans become the default float dtype,
     float16/bfloat16 are upcast to float32 (their 3-digit round-off would swamp every tolerance
-    here), complex arrays are refused (the metrics are defined for real features)."""
+    here), complex arrays are refused (the metrics are defined for real features); a float64
+    ``x`` while x64 is off warns (:class:`Float64Warning`)."""
+    warn_if_float64_dropped(x, name)
     x = jnp.asarray(x)
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         raise ValueError(
@@ -35,6 +66,7 @@ def as_float(x, name: str) -> jax.Array:
 
 def as_matrix(x, name: str, *, what: str = "(n, p)") -> jax.Array:
     """``x`` as a 2-D real floating JAX array with at least one column (see :func:`as_float`)."""
+    warn_if_float64_dropped(x, name)
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape {what}, got shape {x.shape}")

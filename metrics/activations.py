@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from metrics._numerics import HIGHEST
-from metrics._validate import as_float, check_finite, is_concrete
+from metrics._validate import as_float, check_finite, is_concrete, warn_if_float64_dropped
 
 #: The Laplacian kernel Δ as printed in K Eq. 129. Its entries sum to −1 (not 0), so a constant
 #: unit-norm filter scores ≈ 1 rather than 0; :data:`ZERO_SUM_LAPLACIAN` (centre 3) is the discrete
@@ -68,6 +68,7 @@ def filter_smoothness(kernel, *, laplacian=None) -> jax.Array:
       (c_in, c_out) smoothness of each filter w_ij (NaN for an all-zero filter under ``jit``,
       a ValueError outside it).
     """
+    warn_if_float64_dropped(kernel, "kernel")
     w = jnp.asarray(kernel)
     if w.ndim != 4 or w.shape[0] < 3 or w.shape[1] < 3:
         raise ValueError(
@@ -75,7 +76,8 @@ def filter_smoothness(kernel, *, laplacian=None) -> jax.Array:
         )
     w = as_float(w, "kernel")
     check_finite(w, "kernel")
-    lap = as_float(KUNIN_LAPLACIAN if laplacian is None else laplacian, "laplacian").astype(w.dtype)
+    lap = as_float(KUNIN_LAPLACIAN.astype(w.dtype) if laplacian is None else laplacian, "laplacian")
+    lap = lap.astype(w.dtype)
     if lap.shape != (3, 3):
         raise ValueError(f"laplacian must have shape (3, 3), got {lap.shape}")
     filt = jnp.moveaxis(w, (0, 1), (2, 3))  # (c_in, c_out, kh, kw)
