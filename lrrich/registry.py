@@ -5,7 +5,6 @@ An experiment module defines, at module level::
     NAME = "single-neuron"                 # CLI name
     DESCRIPTION = "K Fig 3: mu, phi, S vs t for several delta"
     PAPER = {"D_LR after": 0.11}           # optional: values the paper states (report shows them)
-    RUNTIME = "15 s"                       # optional: small-scale wall time (`lrrich list`)
 
     @dataclasses.dataclass(frozen=True)
     class Config:                          # every hyper-parameter, with CPU-small defaults
@@ -155,9 +154,24 @@ def _from_module(mod: types.ModuleType) -> Experiment:
         module=mod.__name__,
         check=getattr(mod, "check", None),
         verdict=getattr(mod, "verdict", None),
-        runtime=getattr(mod, "RUNTIME", ""),
+        runtime=recorded_runtime(mod.NAME),
         claims=tuple(getattr(mod, "CLAIMS", ())),
     )
+
+
+def recorded_runtime(name: str) -> str:
+    """The wall time of ``name``'s recorded small-scale run, with the machine and date that
+    measured it (``docs/records/<name>/small.json``, written by ``lrrich record``), or ``""``."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "records" / name / "small.json"
+    try:
+        import json
+
+        rec = json.loads(path.read_text())
+        wall = float(rec["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    took = f"{wall:.0f} s" if wall < 120 else f"{wall / 60:.1f} min"
+    return f"{took} ({rec.get('machine', '?')}, {rec.get('date', '?')})"
 
 
 def discover() -> dict[str, Experiment]:

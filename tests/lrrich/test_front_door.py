@@ -2,6 +2,7 @@
 
 import html
 import json
+import re
 
 import numpy as np
 import pytest
@@ -126,8 +127,8 @@ def test_cli_run_and_report(capsys, tmp_path):
 
 
 def test_list_spells_out_paper_keys_and_states_small_runtimes(tmp_path):
-    """`lrrich list`, the real command: every registered experiment has a small-scale runtime
-    and each paper key its description cites is spelled out beneath it."""
+    """`lrrich list`, the real command: each paper key a description cites is spelled out
+    beneath it, then the recorded small-scale runtime with its machine and date."""
     import os
     import subprocess
     import sys
@@ -141,12 +142,14 @@ def test_list_spells_out_paper_keys_and_states_small_runtimes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     row = next(i for i, line in enumerate(lines) if line.startswith("kunin-single-neuron "))
-    assert lines[row].split()[1:3] == ["15", "s"]
     assert lines[row + 1].strip() == 'K = Kunin et al. 2024, "Get rich quick"'
-    assert not lines[row + 2].strip().startswith("S =")  # "S(0,t)" is a quantity, not a paper
+    assert lines[row + 2].strip().startswith("small scale:")  # "S(0,t)" is not paper S
     lc = next(i for i, line in enumerate(lines) if line.startswith("learning-curve "))
     assert [line.strip()[:3] for line in lines[lc + 1 : lc + 3]] == ["D =", "T ="]
-    assert all(registry.get(n).runtime for n in registry.names() if n != "toy")
+    el = next(i for i, line in enumerate(lines) if line.startswith("encoded-labels "))
+    record = registry.recorded_runtime("encoded-labels")
+    assert record and lines[el + 2].strip() == f"small scale: {record}"
+    assert re.fullmatch(r"\d+ s \(.+, \d{4}-\d\d-\d\d\)|\d+\.\d min \(.+\)", record)
 
 
 @pytest.mark.parametrize(
