@@ -46,6 +46,29 @@ class NeuralCollapse(NamedTuple):
     sigma_b_rank: jax.Array
 
 
+def _head(head_weight, p: int, c: int, dtype) -> jax.Array:
+    """(p, C) head kernel for NC3, checked; ones (unused) when ``head_weight`` is None."""
+    if head_weight is None:
+        return jnp.ones((p, c), dtype)
+    head = as_matrix(head_weight, "head_weight", what="(p, C)")
+    if head.shape != (p, c):
+        raise ValueError(f"head_weight must have shape (p, C) = {(p, c)}, got {head.shape}")
+    if is_concrete(head) and np.any(np.all(np.asarray(head) == 0, axis=0)):
+        raise ValueError("head_weight has an all-zero column w_i: NC3 (w_i/‖w_i‖) is undefined")
+    return head.astype(dtype)
+
+
+def _logits(outputs, phi: jax.Array, c: int) -> jax.Array:
+    """(n, C) outputs for NC4, checked; zeros (unused) when ``outputs`` is None."""
+    if outputs is None:
+        return jnp.zeros((phi.shape[0], c), phi.dtype)
+    logits = as_matrix(outputs, "outputs", what="(n, C)")
+    same_n(phi, logits, "features", "outputs")
+    if logits.shape[1] != c:
+        raise ValueError(f"outputs must have C = {c} columns, got shape {logits.shape}")
+    return logits.astype(phi.dtype)
+
+
 def _one_hot(labels, n: int, num_classes: int | None) -> jax.Array:
     """(n, C) one-hot labels; checks values only when ``labels`` are concrete."""
     if not is_concrete(labels):
@@ -174,21 +197,8 @@ def neural_collapse(
     if is_concrete(y) and np.any(np.asarray(y).sum(axis=0) == 0):
         empty = np.flatnonzero(np.asarray(y).sum(axis=0) == 0).tolist()
         raise ValueError(f"classes {empty} have no samples; every class needs at least one")
-    head = jnp.ones((p, c), phi.dtype)
-    if head_weight is not None:
-        head = as_matrix(head_weight, "head_weight", what="(p, C)")
-        if head.shape != (p, c):
-            raise ValueError(f"head_weight must have shape (p, C) = {(p, c)}, got {head.shape}")
-        if is_concrete(head) and np.any(np.all(np.asarray(head) == 0, axis=0)):
-            raise ValueError("head_weight has an all-zero column w_i: NC3 (w_i/‖w_i‖) is undefined")
-        head = head.astype(phi.dtype)
-    logits = jnp.zeros((n, c), phi.dtype)
-    if outputs is not None:
-        logits = as_matrix(outputs, "outputs", what="(n, C)")
-        same_n(phi, logits, "features", "outputs")
-        if logits.shape[1] != c:
-            raise ValueError(f"outputs must have C = {c} columns, got shape {logits.shape}")
-        logits = logits.astype(phi.dtype)
+    head = _head(head_weight, p, c, phi.dtype)
+    logits = _logits(outputs, phi, c)
     tol = max(p, c) * float(np.finfo(phi.dtype).eps) if rtol is None else rtol
     nc1, nc2, nc3, nc4, rank, varies = _nc(
         phi, y, head, logits, jnp.asarray(tol, phi.dtype), samples_mean=global_mean == "samples"

@@ -54,36 +54,14 @@ def overlay(
     Raises:
       ValueError: a history without ``column``, arrays without ``sim_t``, or mismatched shapes.
     """
-    if hasattr(simulated, "column"):
-        if column is None:
-            raise ValueError("column must name the history column to plot")
-        values = np.asarray(simulated.column(column), dtype=float)
-        sim_t = np.asarray(simulated.column(time_column), dtype=float) * float(time_scale)
-    else:
-        if sim_t is None:
-            raise ValueError("sim_t must give the times of the simulated values")
-        values = np.asarray(simulated, dtype=float)
-        sim_t = np.asarray(sim_t, dtype=float)
-    t = np.asarray(t, dtype=float)
-    exact = np.asarray(exact, dtype=float)
-    if exact.shape[:1] != t.shape or exact.ndim > 2:
-        raise ValueError(
-            f"exact must have shape (T,) or (T, k) with T = {t.shape}, got {exact.shape}"
-        )
-    if values.shape[:1] != sim_t.shape or values.ndim > 2:
-        raise ValueError(
-            f"simulated values must have shape (K,) or (K, k) with K = {sim_t.shape}, "
-            f"got {values.shape}"
-        )
-    exact2, values2 = exact.reshape(len(t), -1), values.reshape(len(sim_t), -1)
-    if exact2.shape[1] != values2.shape[1]:
-        raise ValueError(f"exact has {exact2.shape[1]} curves but simulated has {values2.shape[1]}")
+    sim_t, values = _simulated(simulated, sim_t, column, time_column, time_scale)
+    exact2, values2 = _curves(t, exact, sim_t, values)
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.5))
-    n_curves = exact2.shape[1]
-    for k in range(n_curves):
+    t = np.asarray(t, dtype=float)
+    for k in range(exact2.shape[1]):
         (line,) = ax.plot(t, exact2[:, k], lw=1.5, label=labels[0] if k == 0 else None)
         ax.plot(
             sim_t,
@@ -102,3 +80,34 @@ def overlay(
     ax.set_ylabel(ylabel)
     ax.legend(frameon=False)
     return ax
+
+
+def _simulated(simulated, sim_t, column, time_column, time_scale) -> tuple[np.ndarray, np.ndarray]:
+    """(times, values) of an array with its ``sim_t`` or of a history's ``column``."""
+    if hasattr(simulated, "column"):
+        if column is None:
+            raise ValueError("column must name the history column to plot")
+        values = np.asarray(simulated.column(column), dtype=float)
+        return np.asarray(simulated.column(time_column), dtype=float) * float(time_scale), values
+    if sim_t is None:
+        raise ValueError("sim_t must give the times of the simulated values")
+    return np.asarray(sim_t, dtype=float), np.asarray(simulated, dtype=float)
+
+
+def _curves(t, exact, sim_t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``exact`` (T, k) and ``values`` (K, k) as 2-D arrays, their shapes checked."""
+    t = np.asarray(t, dtype=float)
+    exact = np.asarray(exact, dtype=float)
+    if exact.shape[:1] != t.shape or exact.ndim > 2:
+        raise ValueError(
+            f"exact must have shape (T,) or (T, k) with T = {t.shape}, got {exact.shape}"
+        )
+    if values.shape[:1] != sim_t.shape or values.ndim > 2:
+        raise ValueError(
+            f"simulated values must have shape (K,) or (K, k) with K = {sim_t.shape}, "
+            f"got {values.shape}"
+        )
+    exact2, values2 = exact.reshape(len(t), -1), values.reshape(len(sim_t), -1)
+    if exact2.shape[1] != values2.shape[1]:
+        raise ValueError(f"exact has {exact2.shape[1]} curves but simulated has {values2.shape[1]}")
+    return exact2, values2
