@@ -270,7 +270,7 @@ def _steps(config) -> str:
     steps, epochs = getattr(config, "steps", None), getattr(config, "epochs", None)
     batch = getattr(config, "batch_size", None)
     of_batch = f" of batch {batch}" if batch else ""
-    if isinstance(steps, int):
+    if isinstance(steps, int) and steps > 0:  # 0: the length is given in epochs
         return f"{steps} steps{of_batch}"
     if isinstance(epochs, int):
         n_train = getattr(config, "n_train", None)
