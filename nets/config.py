@@ -10,16 +10,67 @@ them reuses one compiled program (STYLE §3) and can be ``jax.vmap``-ed.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nets.augment import AUGMENTATIONS
 from nets.losses import LOSSES
 from nets.optim import OPTIMIZERS, SCHEDULES
 
 COMPUTE_DTYPES = ("float32", "bfloat16")
+
+_STRINGS = ("loss", "balance_first", "optimizer", "schedule", "augment", "compute_dtype")
+_BOOLS = ("last_layer_only", "nesterov")
+_INTEGERS = ("step_every_epochs", "warmup_steps", "batch_size", "epochs", "steps")
+_REALS = (
+    "target_scale",
+    "target_downscale",
+    "input_scale",
+    "output_scale",
+    "weight_scale",
+    "layer_balance",
+    "lr",
+    "momentum",
+    "b1",
+    "b2",
+    "eps",
+    "weight_decay",
+    "step_factor",
+)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_)
+
+
+def _is_real(v) -> bool:
+    """A real number: a Python/NumPy int or float, or a 0-d real array (not a bool)."""
+    if isinstance(v, bool | np.bool_ | str):
+        return False
+    if isinstance(v, numbers.Real):
+        return True
+    dtype = getattr(v, "dtype", None)
+    return (
+        getattr(v, "shape", None) == ()
+        and dtype is not None
+        and (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating))
+    )
+
+
+def _numeric_str(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(v, str)
+
+
+def _example_int(v) -> str:
+    return str(round(v)) if isinstance(v, float) and np.isfinite(v) else "128"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +89,8 @@ class TrainConfig:
       optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` or ``'adamw'`` (torch semantics).
       lr: base learning rate η.
       momentum: SGD momentum μ.
+      nesterov: Nesterov momentum for SGD (``torch.optim.SGD(nesterov=True)``: the step uses
+        g + μv instead of v; needs μ > 0).
       b1, b2, eps: Adam moments and ε.
       weight_decay: λ (coupled L2 for sgd/adam, decoupled for adamw).
       schedule: ``'constant'``, ``'step'`` (× ``step_factor`` every ``step_every_epochs``) or
@@ -65,6 +118,7 @@ class TrainConfig:
     optimizer: str = "sgd"
     lr: float = 0.1
     momentum: float = 0.0
+    nesterov: bool = False
     b1: float = 0.9
     b2: float = 0.999
     eps: float = 1e-8
@@ -81,7 +135,12 @@ class TrainConfig:
     compute_dtype: str = "float32"
 
     def validate(self) -> TrainConfig:
-        """Raise ``ValueError`` naming the first invalid field; returns ``self``."""
+        """Raise naming the first invalid field (``TypeError``: wrong type, ``ValueError``: out
+        of range, NaN or inf); returns ``self``."""
+        for name in _STRINGS:
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
         for name, value, valid in (
             ("loss", self.loss, LOSSES),
             ("augment", self.augment, AUGMENTATIONS),
@@ -91,6 +150,26 @@ class TrainConfig:
         ):
             if value not in valid:
                 raise ValueError(f"unknown {name} {value!r}; choose one of {valid}")
+        for name in _BOOLS:
+            value = getattr(self, name)
+            if not isinstance(value, bool | np.bool_):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        for name in _INTEGERS:
+            value = getattr(self, name)
+            if not (name == "steps" and value is None) and not _is_int(value):
+                raise TypeError(
+                    f"{name} must be an int, got {value!r} ({type(value).__name__}); e.g. "
+                    f"{name}={_example_int(value)}"
+                )
+        for name in _REALS:
+            value = getattr(self, name)
+            if not _is_real(value):
+                hint = f" (pass {name}={value.strip()})" if _numeric_str(value) else ""
+                raise TypeError(
+                    f"{name} must be a real number, got {value!r} ({type(value).__name__}){hint}"
+                )
+            if not np.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
         for name in (
             "target_scale",
             "target_downscale",
@@ -109,14 +188,24 @@ class TrainConfig:
             ("eps", self.eps >= 0, "≥ 0"),  # torch.optim.Adam's checks for eps, b1, b2
             ("b1", 0 <= self.b1 < 1, "in [0, 1)"),
             ("b2", 0 <= self.b2 < 1, "in [0, 1)"),
+            ("step_factor", self.step_factor >= 0, "≥ 0"),
             ("batch_size", self.batch_size >= 1, "≥ 1"),
             ("epochs", self.epochs >= 0, "≥ 0"),
             ("steps", steps_ok, "≥ 0 (or None: epochs decide)"),
             ("warmup_steps", self.warmup_steps >= 0, "≥ 0"),
             ("step_every_epochs", self.step_every_epochs >= 1, "≥ 1"),
         ):
-            if not ok:  # written so that NaN fails too
+            if not ok:
                 raise ValueError(f"{name} must be {rule}, got {getattr(self, name)}")
+        if self.nesterov and self.optimizer != "sgd":
+            raise ValueError(
+                f"nesterov=True is a form of SGD momentum; optimizer={self.optimizer!r} has none "
+                "(pass optimizer='sgd' or nesterov=False)"
+            )
+        if self.nesterov and not self.momentum > 0:
+            raise ValueError(  # torch.optim.SGD's rule
+                "nesterov=True needs momentum > 0, got momentum=0 (pass e.g. momentum=0.9)"
+            )
         return self
 
     def total_steps(self, steps_per_epoch: int) -> int:

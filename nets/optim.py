@@ -1,7 +1,9 @@
 r"""Optimizers and learning-rate schedules with PyTorch semantics (the papers trained PyTorch).
 
 * SGD: ``torch.optim.SGD`` — :math:`v \leftarrow \mu v + (g + \lambda\theta)`,
-  :math:`\theta \leftarrow \theta - \eta v` (coupled L2 weight decay λ, heavy-ball momentum μ).
+  :math:`\theta \leftarrow \theta - \eta v` (coupled L2 weight decay λ, heavy-ball momentum μ);
+  with ``nesterov``, :math:`\theta \leftarrow \theta - \eta\,(g + \lambda\theta + \mu v)`
+  (torch's ``nesterov=True``, Sutskever et al. 2013).
 * Adam: ``torch.optim.Adam`` — weight decay added to the gradient before the moments (coupled).
 * AdamW: ``torch.optim.AdamW`` — decoupled, :math:`\theta \leftarrow \theta - \eta\lambda\theta`
   next to the Adam step (optax's ``adamw`` multiplies the decay by the learning rate, as torch).
@@ -110,6 +112,7 @@ def optimizer(
     b2: jax.Array | float = 0.999,
     eps: jax.Array | float = 1e-8,
     weight_decay: jax.Array | float = 0.0,
+    nesterov: bool = False,
 ) -> optax.GradientTransformation:
     """The optax transformation ``kind`` with torch-style weight decay; numbers may be traced.
 
@@ -117,16 +120,19 @@ def optimizer(
       kind: one of ``OPTIMIZERS``.
       learning_rate: η, a scalar (traced or not) or an optax schedule.
       momentum: SGD momentum μ; b1, b2, eps: Adam's β₁, β₂, ε; weight_decay: λ.
+      nesterov: Nesterov momentum (SGD only; a Python bool, it shapes the transformation).
 
     Returns:
       ``optax.GradientTransformation`` whose state structure depends on ``kind`` only.
     """
     if kind not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {kind!r}; choose one of {OPTIMIZERS}")
+    if nesterov and kind != "sgd":
+        raise ValueError(f"nesterov=True is a form of SGD momentum; {kind!r} has none")
     if kind == "adamw":
         return optax.adamw(learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
     if kind == "sgd":
-        core = optax.sgd(learning_rate, momentum=momentum)
+        core = optax.sgd(learning_rate, momentum=momentum, nesterov=bool(nesterov))
     else:
         core = optax.adam(learning_rate, b1=b1, b2=b2, eps=eps)
     return optax.chain(optax.add_decayed_weights(weight_decay), core)
@@ -136,8 +142,8 @@ def make_optimizer(config, steps_per_epoch: int, total_steps: int) -> optax.Grad
     """The optax transformation of ``config`` with its learning-rate schedule.
 
     Args:
-      config: training config (``optimizer``, ``momentum``, ``b1``, ``b2``, ``eps``,
-        ``weight_decay`` and the schedule fields).
+      config: training config (``optimizer``, ``momentum``, ``nesterov``, ``b1``, ``b2``,
+        ``eps``, ``weight_decay`` and the schedule fields).
       steps_per_epoch: optimizer steps in one epoch.
       total_steps: total optimizer steps.
 
@@ -159,4 +165,5 @@ def make_optimizer(config, steps_per_epoch: int, total_steps: int) -> optax.Grad
         b2=config.b2,
         eps=config.eps,
         weight_decay=config.weight_decay,
+        nesterov=config.nesterov,
     )

@@ -187,6 +187,7 @@ def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformatio
         b2=hp.b2,
         eps=hp.eps,
         weight_decay=hp.weight_decay,
+        nesterov=program.config.nesterov,
     )
 
 
