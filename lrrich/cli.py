@@ -48,6 +48,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    from lrrich import runfolder
     from lrrich.registry import get
     from lrrich.runner import default_run_dir, run_experiment
 
@@ -62,8 +63,14 @@ def _cmd_run(args) -> int:
     config = exp.config(args.scale, _parse_sets(args.set), runnable=True)
     run_dir = Path(args.out) if args.out else default_run_dir(exp.name)
     args.folder = run_dir
-    _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")
-    results = run_experiment(exp, config, run_dir, scale=args.scale, resume=args.resume)
+    # The folder is checked before the "running" line; a finished --resume is answered from it.
+    results = runfolder.finished_results(run_dir, exp, config, scale=args.scale, resume=args.resume)
+    if results is not None:
+        _info(args, f"{run_dir} holds this run, finished: nothing to recompute (shown below)")
+    else:
+        with runfolder.lock(run_dir):
+            _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")
+            results = run_experiment(exp, config, run_dir, scale=args.scale, resume=args.resume)
     if results["status"] != "finished":
         print(f"lrrich: {exp.name} {results['status']}: {results.get('message')}", file=sys.stderr)
         print(f"report: {run_dir / 'report.md'}")
@@ -154,6 +161,8 @@ def _cmd_report(args) -> int:
     from lrrich.sweep import SWEEP_CONFIG, aggregate
 
     run_dir = Path(args.run_dir)
+    if not run_dir.exists():
+        raise ValueError(f"{run_dir} does not exist")
     if (run_dir / SWEEP_CONFIG).exists():
         aggregate(run_dir)
         print(run_dir / "sweep.md")

@@ -86,7 +86,8 @@ def check_available(options: SlurmOptions) -> None:
         import submitit  # noqa: F401
     except ImportError as e:
         raise ImportError(
-            "--executor slurm needs submitit: pip install 'lrrich[slurm]'", name="submitit"
+            '--executor slurm needs submitit: pip install -e ".[slurm]" (in the lrrich checkout)',
+            name="submitit",
         ) from e
     if options.cluster in (None, "slurm") and shutil.which("sbatch") is None:
         raise ValueError(

@@ -14,10 +14,13 @@ The rules, enforced by :func:`prepare`:
 - a run folder of another experiment is refused;
 - continuing a run folder (finished or interrupted) requires ``resume=True`` *and* the same scale and
   config; otherwise the differing keys are listed.
+
+:func:`lock` holds a run or sweep folder against a second ``lrrich`` process writing into it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -27,13 +30,20 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lrrich import io
 
+try:
+    import fcntl
+except ImportError:  # Windows has no flock: folders are not locked there
+    fcntl = None
+
 CONFIG = "config.json"
 RESULTS = "results.json"
+LOCK = ".lock"  # flock-ed by the process writing the folder; holds its PID
 # Distributions whose versions decide a result; recorded in every run folder.
 PACKAGES = ("lrrich", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "diffrax", "numpy")
 _GIT_TIMEOUT_S = 10  # a hung network filesystem must not stall a run
@@ -52,6 +62,11 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout
+
+
+def command_line() -> str:
+    """This process's command line as a shell would take it (``lrrich sweep demo --grid ...``)."""
+    return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else ""
 
 
 def provenance() -> dict[str, Any]:
@@ -73,7 +88,7 @@ def provenance() -> dict[str, Any]:
     return {
         "git_commit": commit.strip() if commit else None,
         "git_dirty": bool(status.strip()) if status is not None else None,
-        "command": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "",
+        "command": command_line(),
         "packages": packages,
         "python": platform.python_version(),
         "host": platform.node(),
@@ -120,6 +135,49 @@ def config_differences(stored: dict, current: dict) -> list[str]:
     return out
 
 
+class FolderInUse(OSError):
+    """Another process holds the folder's lock (the message names the folder and its PID)."""
+
+
+@contextlib.contextmanager
+def lock(folder: str | Path) -> Iterator[Path]:
+    """Hold ``folder`` (created if absent) against a second ``lrrich`` writer inside the block.
+
+    An exclusive ``flock`` on ``folder/.lock``, which records the holder's PID. The operating
+    system drops the lock when the holder's file is closed, so a process that dies in any way
+    (``kill -9`` included) leaves no stale lock behind. The lock belongs to this open of the file:
+    the same process locking the same folder twice is refused too.
+
+    Raises:
+      FolderInUse: another process holds the lock.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = path.read_text().strip() or "unknown"
+                raise FolderInUse(
+                    f"{folder} is in use by another lrrich process (PID {holder}); two writers "
+                    "would mix their runs — wait for it to end (or stop it), or choose another --out"
+                ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield folder
+    finally:
+        os.close(fd)
+
+
+def is_empty(path: str | Path) -> bool:
+    """Whether ``path`` is absent or holds nothing but its :data:`LOCK` file."""
+    path = Path(path)
+    return not path.exists() or all(p.name == LOCK for p in path.iterdir())
+
+
 def is_run_folder(path: str | Path) -> bool:
     """Whether ``path`` holds a ``config.json`` naming an experiment."""
     cfg = Path(path) / CONFIG
@@ -153,7 +211,7 @@ def prepare(run_dir: str | Path, experiment: Any, config: Any, *, scale: str, re
     name = experiment if isinstance(experiment, str) else experiment.name
     if run_dir.exists() and not run_dir.is_dir():
         raise FileExistsError(f"{run_dir} is a file, not a run folder; choose another --out")
-    if not run_dir.exists() or not any(run_dir.iterdir()):
+    if is_empty(run_dir):
         return False
     if not is_run_folder(run_dir):
         raise FileExistsError(
@@ -180,6 +238,22 @@ def prepare(run_dir: str | Path, experiment: Any, config: Any, *, scale: str, re
             f"config. Differences: {'; '.join(diffs)}. Choose another --out"
         )
     return True
+
+
+def finished_results(
+    run_dir: str | Path, experiment: Any, config: Any, *, scale: str, resume: bool
+) -> dict | None:
+    """The results of ``run_dir`` if ``resume`` asks to continue a run of this config that has
+    finished (nothing is left to compute); None when the run is new or unfinished.
+
+    Raises:
+      FileExistsError, ValueError: ``run_dir`` may not hold this run (:func:`prepare`).
+    """
+    if not prepare(run_dir, experiment, config, scale=scale, resume=resume):
+        return None
+    path = Path(run_dir) / RESULTS
+    results = io.read_json(path) if path.exists() else None
+    return results if results is not None and results.get("status") == "finished" else None
 
 
 def environment() -> dict[str, Any]:

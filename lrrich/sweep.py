@@ -19,7 +19,11 @@ import itertools
 import math
 import multiprocessing
 import os
+import signal
 import sys
+import textwrap
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lrrich import io, runfolder
-from lrrich.registry import get, register
+from lrrich.registry import did_you_mean, get, register
 
 if TYPE_CHECKING:
     from lrrich.executors import SlurmOptions
@@ -59,6 +63,8 @@ def parse_grid(items: list[str]) -> dict[str, list[str]]:
         values = [v.strip() for v in vs.split(",")]
         if not k:
             raise ValueError(f"--grid {item}: no key before '='")
+        if not vs:
+            raise ValueError(f"--grid {k}=: {k} has no values; list them as {k}=V1,V2,...")
         if "" in values:
             raise ValueError(f"--grid {k}={vs}: empty value (two commas, or one at an end)")
         if len(set(values)) < len(values):
@@ -164,18 +170,22 @@ def run_point(
     if share_device:
         _worker_init()
     run_dir = Path(run_dir)
-    (run_dir / STATUS).unlink(missing_ok=True)  # a retried failure starts clean
     try:
-        exp = _experiment(name, module)
-        results = _run_resumable(exp, scale, point, run_dir)
-        out = {"status": results["status"], "message": results.get("message")}
-    except Exception as e:
-        out = {
-            "status": FAILED,
-            "message": f"{type(e).__name__}: {e}",
-            "traceback": traceback.format_exc(),
-        }
-        io.write_json(run_dir / STATUS, out)
+        with runfolder.lock(run_dir):
+            (run_dir / STATUS).unlink(missing_ok=True)  # a retried failure starts clean
+            try:
+                exp = _experiment(name, module)
+                results = _run_resumable(exp, scale, point, run_dir)
+                out = {"status": results["status"], "message": results.get("message")}
+            except Exception as e:
+                out = {
+                    "status": FAILED,
+                    "message": f"{type(e).__name__}: {e}",
+                    "traceback": traceback.format_exc(),
+                }
+                io.write_json(run_dir / STATUS, out)
+    except runfolder.FolderInUse as e:  # another process runs this point: leave its folder alone
+        out = {"status": FAILED, "message": str(e)}
     return out
 
 
@@ -187,27 +197,132 @@ def _run_resumable(exp, scale: str, point: dict[str, str], run_dir: Path) -> dic
     return run_experiment(exp, config, run_dir, scale=scale, resume=resume)
 
 
-def _worker_init() -> None:
-    """Processes sharing one accelerator allocate memory on demand instead of 75% each."""
+def _worker_init(parent: int | None = None) -> None:
+    """Set up a worker process of a parallel sweep.
+
+    Processes sharing one accelerator allocate memory on demand instead of 75% each; a worker
+    started by the sweep process ``parent`` ends when that process ends (:func:`_die_with`).
+    """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if parent is not None:
+        _die_with(parent)
 
 
-def check_sweep_folder(sweep_dir: Path, meta: dict) -> None:
-    """Refuse a non-empty ``sweep_dir`` that is not a sweep folder or holds another sweep."""
-    if not sweep_dir.exists() or not any(sweep_dir.iterdir()):
-        return
+_PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal sent when the parent thread ends
+_WATCH_PARENT_S = 1.0  # how often a worker without prctl looks for its parent
+
+
+def _die_with(parent: int) -> None:
+    """End this process when ``parent`` ends, however it ends (``kill -9`` included).
+
+    Linux sends the parent-death signal (``prctl(PR_SET_PDEATHSIG)``, see prctl(2)) when the
+    thread that started the worker ends; that is the thread calling ``run_sweep``, which waits for
+    every worker. Elsewhere a daemon thread polls the parent's PID. Either way a killed sweep
+    leaves no worker writing into its folder (each point's results are written atomically, so a
+    killed point is simply unfinished).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_WATCH_PARENT_S)
+    os._exit(1)
+
+
+def _stored_sweep(sweep_dir: Path) -> dict | None:
+    """The sweep recorded in ``sweep_dir``; None for an absent or empty folder.
+
+    Raises:
+      FileExistsError: a non-empty folder that is not a sweep folder.
+    """
+    if runfolder.is_empty(sweep_dir):
+        return None
     path = sweep_dir / SWEEP_CONFIG
     if not path.exists():
         raise FileExistsError(
             f"{sweep_dir} is not empty and is not a sweep folder (no {SWEEP_CONFIG}); "
             "nothing was written — choose another --out"
         )
-    diffs = runfolder.config_differences(io.read_json(path), meta)
+    return io.read_json(path)
+
+
+def _fixed_values(meta: dict) -> dict[str, str]:
+    """Every override a point gets besides its grid values and seed: ``--set`` and ``seeds=1``."""
+    return {**meta.get("set", {}), **meta.get("per_point", {})}
+
+
+def grown_sweep(stored: dict | None, meta: dict, sweep_dir: Path) -> tuple[dict, list[str]]:
+    """The sweep ``sweep_dir`` holds once this command's sweep ``meta`` is added to ``stored``.
+
+    A sweep folder grows: new values of its grid axes and a larger ``seeds`` add points; the
+    points already there are kept. Anything else would mix two sweeps' points in one table.
+
+    Returns:
+      the folder's sweep (the recorded one grown by ``meta``; ``meta`` for a new folder) and what
+      this command changes or leaves out, in words (empty for the same sweep again).
+
+    Raises:
+      ValueError: ``stored`` has another experiment, scale, fixed value (``--set``) or other grid
+        axes; the message names each differing key with both values.
+    """
+    if stored is None:
+        return meta, []
+    diffs = [
+        f"{key}: {stored.get(key)!r} in the folder, {meta[key]!r} now"
+        for key in ("experiment", "scale")
+        if stored.get(key) != meta[key]
+    ]
+    old_set, new_set = _fixed_values(stored), _fixed_values(meta)
+    for k in sorted(set(old_set) | set(new_set)):
+        if old_set.get(k) != new_set.get(k):
+            was, now = (f"{k}={d[k]}" if k in d else "unset" for d in (old_set, new_set))
+            diffs.append(f"--set {k}: {was} in the folder, {now} now")
+    old_grid, new_grid = stored["grid"], meta["grid"]
+    if set(old_grid) != set(new_grid):
+        diffs.append(
+            f"--grid axes: {', '.join(old_grid) or 'none'} in the folder, "
+            f"{', '.join(new_grid) or 'none'} now"
+        )
     if diffs:
         raise ValueError(
             f"{sweep_dir} holds another sweep ({'; '.join(diffs)}); its points would mix with "
-            "this one's — choose another --out"
+            "this one's. A sweep folder grows only by new --grid values or more --seeds: repeat "
+            "its other settings, or choose another --out"
         )
+    grid = {k: old_grid[k] + [v for v in new_grid[k] if v not in old_grid[k]] for k in old_grid}
+    notes = []
+    for k in old_grid:
+        added = [v for v in new_grid[k] if v not in old_grid[k]]
+        left = [v for v in old_grid[k] if v not in new_grid[k]]
+        if added:
+            notes.append(f"{k} gains {','.join(added)}")
+        if left:
+            notes.append(f"{k}={','.join(left)} kept from before (not in this command)")
+    if meta["seeds"] > stored["seeds"]:
+        notes.append(f"seeds {stored['seeds']} → {meta['seeds']}")
+    elif meta["seeds"] < stored["seeds"]:
+        notes.append(
+            f"{stored['seeds']} seeds kept from before (this command asks {meta['seeds']})"
+        )
+    return {**stored, "grid": grid, "seeds": max(stored["seeds"], meta["seeds"])}, notes
+
+
+def check_sweep_folder(sweep_dir: Path, meta: dict) -> dict:
+    """Refuse a ``sweep_dir`` that may not hold ``meta``'s sweep; returns the sweep it will hold.
+
+    Raises:
+      FileExistsError: a non-empty folder that is not a sweep folder.
+      ValueError: a sweep folder that cannot grow into this one (:func:`grown_sweep`).
+    """
+    return grown_sweep(_stored_sweep(Path(sweep_dir)), meta, Path(sweep_dir))[0]
 
 
 def _lines(progress: bool) -> Callable[[str], None]:
@@ -217,23 +332,28 @@ def _lines(progress: bool) -> Callable[[str], None]:
 
 
 def one_seed_per_point(name, valid, fixed, grid, seeds, log) -> dict[str, str]:
-    """``fixed`` with ``seeds=1`` where the sweep itself varies the seed of a multi-seed experiment.
+    """``fixed`` with ``seeds=1`` for an experiment that repeats every run over its own seeds.
 
-    An experiment with a ``seeds`` field trains ``seed, …, seed + seeds − 1`` in every run; sweeping
-    ``seed`` over it as well would train overlapping seeds in different points and average runs
-    that are not independent. The sweep's seeds replace the experiment's: each point trains one.
+    Such an experiment (a ``seeds`` field) trains ``seed, …, seed + seeds − 1`` in every run. In a
+    sweep the sweep's seeds replace the experiment's, for every ``--seeds N``: each point trains
+    one seed, so N seeds per grid point are N runs and the table's n counts the seeds behind each
+    mean (points of different seeds never share a run).
+
+    Raises:
+      ValueError: ``seeds`` set through ``--set`` (other than 1) or ``--grid``.
     """
-    if "seeds" not in valid or not (seeds > 1 or "seed" in grid):
+    if "seeds" not in valid:
         return fixed
     if "seeds" in grid or fixed.get("seeds", "1").strip() != "1":
+        typed = "--grid seeds=..." if "seeds" in grid else f"--set seeds={fixed['seeds']}"
         raise ValueError(
-            f"{name} already repeats each run over seeds (its 'seeds' field) and this sweep varies "
-            "'seed' too: the points would share seeds. Leave 'seeds' unset (each point then trains "
-            "one seed) or sweep without --seeds / --grid seed"
+            f"{name} repeats each run over seeds (its 'seeds' field); in a sweep --seeds N sets "
+            f"them: each point trains one seed and the table averages N. Use --seeds instead of "
+            f"{typed}"
         )
     if "seeds" not in fixed:
         log(
-            f"{name}: each point trains one seed (seeds=1); the sweep's seeds replace the experiment's"
+            f"{name}: each point trains one seed (seeds=1); --seeds {seeds} gives {seeds} per grid point"
         )
     return {**fixed, "seeds": "1"}
 
@@ -291,6 +411,13 @@ def run_sweep(
         raise ValueError("--vectorize applies to --vmap sweeps; add --vmap")
     if executor not in EXECUTORS:
         raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"--jobs must be a whole number ≥ 1, got {jobs!r}")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(
+            f"--seeds must be a whole number ≥ 1 (seeds per grid point), got {seeds!r}"
+        )
+    executor_name = executor
     if executor != "local":
         from lrrich.executors import SlurmOptions, check_available
 
@@ -299,21 +426,37 @@ def run_sweep(
             slurm = dataclasses.replace(slurm, cluster="local")
         check_available(slurm)  # before anything is written
         executor = "slurm"
-    if jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {jobs}")
     exp = get(name)
     fixed = dict(fixed or {})
     valid = [f.name for f in dataclasses.fields(exp.config_cls)]
     for k in grid:
         if k not in valid:
-            raise ValueError(f"unknown grid key {k!r} for {name}; valid: {', '.join(valid)}")
-    both = sorted(set(fixed) & (set(grid) | ({"seed"} if seeds > 1 else set())))
+            hint = did_you_mean(k, valid)
+            raise ValueError(
+                f"unknown grid key {k!r} for {name}; {hint + ' ' if hint else ''}"
+                f"valid: {', '.join(valid)}"
+            )
+    both = sorted(set(fixed) & set(grid))
     if both:
-        raise ValueError(f"--set and --grid/--seeds both set {both}; use one of them")
+        raise ValueError(f"--set and --grid both set {both}; use one of them")
+    if "seed" in fixed:
+        raise ValueError(
+            f"--set seed={fixed['seed']}: a sweep sets each point's seed (--seeds N: 0..N-1); "
+            f"for other seeds use --grid seed={fixed['seed']}"
+        )
     if seeds > 1 and "seed" not in valid:
         raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
-    fixed = one_seed_per_point(name, valid, fixed, grid, seeds, _lines(progress))
-    points = grid_points(grid, seeds)
+    log = _lines(progress)
+    typed = dict(fixed)
+    fixed = one_seed_per_point(name, valid, fixed, grid, seeds, log)
+    grid_points(grid, seeds)  # the command's own seed requests, checked as typed
+    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": typed}
+    if fixed != typed:
+        meta["per_point"] = {k: v for k, v in fixed.items() if k not in typed}
+    sweep_dir = Path(sweep_dir)
+    stored = _stored_sweep(sweep_dir)
+    meta, notes = grown_sweep(stored, meta, sweep_dir)
+    points = grid_points(meta["grid"], meta["seeds"])
     overrides = [{**fixed, **p} for p in points]
     flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
     # Every point's whole config is built and checked before anything is written or run.
@@ -322,48 +465,96 @@ def run_sweep(
         raise ValueError(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
         )
-    sweep_dir = Path(sweep_dir)
-    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds}
-    if fixed:
-        meta["set"] = fixed
-    check_sweep_folder(sweep_dir, meta)
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    io.write_json(sweep_dir / SWEEP_CONFIG, meta)
-    log = _lines(progress)
-    mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
-    todo = [i for i in mine if point_status(point_dir(sweep_dir, points[i]))["status"] not in DONE]
-    if executor == "slurm":
-        from lrrich.executors import active_points
+    with runfolder.lock(sweep_dir):
+        if _stored_sweep(sweep_dir) != stored:
+            raise ValueError(
+                f"{sweep_dir} changed while this sweep started (another process wrote to it); "
+                "nothing was run — run the command again"
+            )
+        mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
+        before = {i: point_status(point_dir(sweep_dir, points[i]))["status"] for i in mine}
+        todo = [i for i in mine if before[i] not in DONE]
+        if executor == "slurm":
+            from lrrich.executors import active_points
 
-        busy = active_points(sweep_dir / "logs")
-        queued = [i for i in todo if point_dir(sweep_dir, points[i]).name in busy]
-        if queued:
-            log(f"{len(queued)} points are still queued or running on SLURM; not submitted again")
-        todo = [i for i in todo if i not in queued]
-    finished = sum(point_status(point_dir(sweep_dir, points[i]))["status"] in DONE for i in mine)
-    log(f"{name}: {finished} of {len(mine)} points done, {len(todo)} to run")
-    if vmap and todo:
-        todo = _run_vmapped(
-            exp, scale, [configs[i] for i in todo], points, todo, sweep_dir, log, vectorize
+            busy = active_points(sweep_dir / "logs")
+            queued = [i for i in todo if point_dir(sweep_dir, points[i]).name in busy]
+            if queued:
+                log(
+                    f"{len(queued)} points are still queued or running on SLURM; not submitted again"
+                )
+            todo = [i for i in todo if i not in queued]
+        run = {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": runfolder.command_line(),
+            "executor": executor_name,
+            "jobs": jobs,
+            "vmap": vmap,
+            "vectorize": vectorize,
+            "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+            "points_run": len(todo),
+        }
+        io.write_json(sweep_dir / SWEEP_CONFIG, {**meta, "runs": [*meta.get("runs", []), run]})
+        log(_what_this_run_does(name, sweep_dir, stored, notes, points, before, todo))
+        if vmap and not todo:
+            log("--vmap went unused: no point is left to run")
+        if vmap and todo:
+            todo = _run_vmapped(
+                exp, scale, [configs[i] for i in todo], points, todo, sweep_dir, log, vectorize
+            )
+        shared = jobs > 1 or (
+            executor == "slurm" and slurm is not None and slurm.cluster == "local"
         )
-    shared = jobs > 1 or (executor == "slurm" and slurm is not None and slurm.cluster == "local")
-    args = [
-        (name, exp.module, scale, overrides[i], str(point_dir(sweep_dir, points[i])), shared)
-        for i in todo
-    ]
-    labels = [point_dir(sweep_dir, points[i]).name for i in todo]
-    if executor == "slurm":
-        from lrrich.executors import SlurmOptions, run_array
+        args = [
+            (name, exp.module, scale, overrides[i], str(point_dir(sweep_dir, points[i])), shared)
+            for i in todo
+        ]
+        labels = [point_dir(sweep_dir, points[i]).name for i in todo]
+        if executor == "slurm":
+            from lrrich.executors import SlurmOptions, run_array
 
-        outs = run_array(
-            run_point, args, labels, sweep_dir / "logs", slurm or SlurmOptions(), name=name, log=log
-        )
-        for a, out in zip(args, outs or [], strict=False):
-            if out["status"] == FAILED and not (Path(a[4]) / STATUS).exists():
-                io.write_json(Path(a[4]) / STATUS, out)  # the job died before run_point could
-    else:
-        _run_local(args, labels, jobs, log, progress)
-    return aggregate(sweep_dir)
+            outs = run_array(
+                run_point,
+                args,
+                labels,
+                sweep_dir / "logs",
+                slurm or SlurmOptions(),
+                name=name,
+                log=log,
+            )
+            for a, out in zip(args, outs or [], strict=False):
+                if out["status"] == FAILED and not (Path(a[4]) / STATUS).exists():
+                    io.write_json(Path(a[4]) / STATUS, out)  # the job died before run_point could
+        else:
+            _run_local(args, labels, jobs, log, progress)
+        return aggregate(sweep_dir)
+
+
+def _what_this_run_does(name, sweep_dir, stored, notes, points, before, todo) -> str:
+    """One line: a new sweep, the same one again, or a grown one; what is kept and what runs."""
+    mine = len(before)
+    if stored is None:
+        return f"{name}: {mine} points -> {sweep_dir}"
+    kept = sum(s in DONE for s in before.values())
+    head = f"{sweep_dir}: " + (
+        f"the sweep grows ({'; '.join(notes)})" if notes else "this sweep again"
+    )
+    reasons = {
+        PENDING: "new or not started",
+        FAILED: "failed earlier, run again",
+    }
+    counts = {}
+    for i in todo:
+        state = before[i]
+        if state == PENDING and point_dir(sweep_dir, points[i]).is_dir():
+            label = "interrupted, continued"
+        else:
+            label = reasons.get(state, state)
+        counts[label] = counts.get(label, 0) + 1
+    run = ", ".join(f"{v} {k}" for k, v in counts.items())
+    return f"{head}: {kept} of {mine} points finished earlier (kept); " + (
+        f"{len(todo)} to run ({run})" if todo else "nothing to run"
+    )
 
 
 def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
@@ -385,7 +576,9 @@ def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
             done(k, label, run_point(*a))
     else:
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
+        pool = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+        )
         try:
             futs = [pool.submit(run_point, *a) for a in args]
             for k, (f, label) in enumerate(zip(futs, labels, strict=True), 1):
@@ -472,6 +665,10 @@ def aggregate(sweep_dir: str | Path) -> dict:
         "experiment": meta["experiment"],
         "grid": meta["grid"],
         "seeds": meta["seeds"],
+        "scale": meta.get("scale"),
+        "set": meta.get("set", {}),
+        "per_point": meta.get("per_point", {}),
+        "runs": meta.get("runs", []),
         "std": _STD_LABEL,
         "rows": rows,
         "points": statuses,
@@ -551,9 +748,30 @@ def _table(out: dict, grid_keys: list[str]) -> tuple[list[str], list[str], list[
     return notes, cols, cells
 
 
+def _settings(out: dict) -> list[str]:
+    """What the sweep ran, for ``sweep.md``: every setting, and how each command ran it."""
+    grid = " ".join(f"{k}={','.join(v)}" for k, v in out["grid"].items()) or "none"
+    fixed = " ".join(f"--set {k}={v}" for k, v in out["set"].items()) or "none"
+    lines = [
+        f"- experiment {out['experiment']}, --scale {out['scale']}",
+        f"- --grid {grid}",
+        f"- --seeds {out['seeds']} (seeds 0..{out['seeds'] - 1} per grid point)",
+        f"- fixed: {fixed}",
+    ]
+    if out["per_point"]:
+        each = ", ".join(f"{k}={v}" for k, v in out["per_point"].items())
+        lines.append(f"- every point also sets {each} (the sweep's seeds replace the experiment's)")
+    for r in out["runs"]:
+        how = f"--executor {r['executor']}" + (f" --jobs {r['jobs']}" if r["jobs"] > 1 else "")
+        how += " --vmap" * bool(r["vmap"]) + " --vectorize" * bool(r["vectorize"])
+        how += f" --shard {r['shard']}" if r["shard"] else ""
+        lines.append(f"- {r['started']}: {how}, {r['points_run']} points run: `{r['command']}`")
+    return lines
+
+
 def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
     notes, cols, cells = _table(out, grid_keys)
-    lines = [f"# sweep: {out['experiment']}", ""]
+    lines = [f"# sweep: {out['experiment']}", "", *_settings(out), ""]
     for note in notes:
         lines += [note, ""]
     lines.append("| " + " | ".join(cols) + " |")
@@ -570,20 +788,38 @@ def _markdown(out: dict, grid_keys: list[str], figure: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def text_table(out: dict) -> str:
+_TERMINAL_COLUMNS = 100  # the width the terminal table keeps to
+
+
+def text_table(out: dict, width: int = _TERMINAL_COLUMNS) -> str:
     """The sweep's table as aligned plain text for a terminal (:func:`aggregate`'s result).
 
-    The same notes and cells as ``sweep.md``; no markdown syntax, no image link. The points that
-    did not finish are not repeated here (the CLI prints one line per point to stderr).
+    The same notes and cells as ``sweep.md``; no markdown syntax, no image link. Lines keep to
+    ``width`` characters: the metric columns are split over several tables, each repeating the
+    grid columns and n. The points that did not finish are not repeated here (the CLI prints one
+    line per point to stderr).
     """
     grid_keys = [k for k in out["grid"] if k != "seed"]
     notes, cols, cells = _table(out, grid_keys)
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(cols)]
-    lines = [f"sweep: {out['experiment']}", *notes, ""]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip())
-    lines.append("  ".join("-" * w for w in widths))
-    for row in cells:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    lead = len(grid_keys) + 1  # the grid columns and n, repeated in every block
+    blocks, block = [], []
+    for i in range(lead, len(cols)):
+        used = sum(widths[j] + 2 for j in [*range(lead), *block, i]) - 2
+        if block and used > width:
+            blocks.append(block)
+            block = []
+        block.append(i)
+    blocks.append(block)
+    lines = [f"sweep: {out['experiment']}"]
+    lines += [line for note in notes for line in textwrap.wrap(note, width)]
+    for block in blocks:
+        idx = [*range(lead), *block]
+        lines.append("")
+        lines.append("  ".join(cols[i].ljust(widths[i]) for i in idx).rstrip())
+        lines.append("  ".join("-" * widths[i] for i in idx))
+        for row in cells:
+            lines.append("  ".join(row[i].ljust(widths[i]) for i in idx).rstrip())
     return "\n".join(lines) + "\n"
 
 
@@ -607,8 +843,29 @@ def _log_spaced(xs: list[float]) -> bool:
     return bool(unevenness(np.log(x)) <= unevenness(x))
 
 
+def _panels(metrics: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Metrics grouped into figure panels: ``{panel: [(metric, line label), ...]}``.
+
+    Quantities whose names differ only in their first word (``rich_dlr`` and ``lazy_dlr``,
+    ``train_loss`` and ``test_loss``) are compared on one axis, one line each labelled by that
+    word, and so is a metric named as their common rest (``dlr``); any other metric has a panel
+    of its own.
+    """
+    rest = {m: m.split("_", 1)[1] for m in metrics if "_" in m}
+    shared = {r for r in rest.values() if list(rest.values()).count(r) > 1}
+    panels: dict[str, list[tuple[str, str]]] = {}
+    for m in metrics:
+        if rest.get(m) in shared:
+            panels.setdefault(rest[m], []).append((m, m.split("_", 1)[0]))
+        elif m in shared:
+            panels.setdefault(m, []).append((m, m))
+        else:
+            panels[m] = [(m, "")]
+    return panels
+
+
 def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
-    """A grid of panels, one per result metric, mean ± sample std vs the first grid key."""
+    """A grid of panels (:func:`_panels`), mean ± sample std vs the first grid key."""
     constant = _constant_metrics(rows)
     results = [m for m in _metric_names(rows)[0] if m not in constant]
     if not rows or not results or not grid_keys:
@@ -625,25 +882,29 @@ def _plot_sweep(rows: list[dict], grid_keys: list[str], path: Path) -> bool:
     series: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
         series.setdefault(tuple(r["point"][k] for k in rest), []).append(i)
-    ncols = min(_MAX_PANEL_COLUMNS, len(results))
-    nrows = -(-len(results) // ncols)
+    panels = _panels(results)
+    ncols = min(_MAX_PANEL_COLUMNS, len(panels))
+    nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), squeeze=False)
-    for ax, m in zip(axes.flat, results, strict=False):
-        for label, idx in series.items():
-            idx = sorted((i for i in idx if rows[i].get(m)), key=lambda i: xs[i])
-            y = [rows[i][m]["mean"] for i in idx]
-            e = [rows[i][m]["std"] or 0.0 for i in idx]
-            name = ", ".join(f"{k}={v}" for k, v in zip(rest, label, strict=True)) or None
-            ax.errorbar([xs[i] for i in idx], y, yerr=e, marker="o", capsize=3, label=name)
+    for ax, (panel, members) in zip(axes.flat, panels.items(), strict=False):
+        for m, word in members:
+            for label, idx in series.items():
+                idx = sorted((i for i in idx if rows[i].get(m)), key=lambda i: xs[i])
+                y = [rows[i][m]["mean"] for i in idx]
+                e = [rows[i][m]["std"] or 0.0 for i in idx]
+                parts = [word] * bool(word)
+                parts += [f"{k}={v}" for k, v in zip(rest, label, strict=True)]
+                name = ", ".join(parts) or None
+                ax.errorbar([xs[i] for i in idx], y, yerr=e, marker="o", capsize=3, label=name)
         ax.set_xlabel(xkey)
-        ax.set_ylabel(m, fontsize=8)
+        ax.set_ylabel(panel, fontsize=8)
         if numeric and _log_spaced(xs):
             ax.set_xscale("log")
         if not numeric:
             ax.set_xticks(range(len(labels)), labels)
-        if rest:
+        if rest or len(members) > 1:
             ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(results) :]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle("mean ± sample std over seeds (ddof = 1)", fontsize=9)
     fig.tight_layout()

@@ -292,3 +292,29 @@ def test_ctrl_c_during_sweep_names_the_folder_and_the_rerun_continues(tmp_path):
         "finished",
         "finished",
     ]
+
+
+def test_report_on_a_missing_folder_says_it_does_not_exist(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert _one_line_error(capsys) == f"lrrich: error: {tmp_path / 'nope'} does not exist"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["run", "toyy"],
+            "unknown experiment 'toyy'; did you mean 'toy'? (`lrrich list` shows all",
+        ),
+        (["run", "toy", "--set", "scal=2"], "unknown config key 'scal'; did you mean 'scale'?"),
+        (
+            ["sweep", "toy", "--grid", "ofset=1,2"],
+            "unknown grid key 'ofset' for toy; did you mean 'offset'?",
+        ),
+        (["sweep", "toy", "--grid", "scale="], "--grid scale=: scale has no values"),
+    ],
+)
+def test_mistyped_names_get_a_suggestion_and_empty_grids_say_so(tmp_path, capsys, argv, message):
+    assert cli.main([*argv, "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert message in _one_line_error(capsys)
+    assert not (tmp_path / "o").exists()

@@ -126,6 +126,6 @@ def test_local_submitit_is_the_explicit_local_array(tmp_path, monkeypatch):
 
 def test_without_submitit_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'lrrich\[slurm\]'"):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[slurm\]"'):
         run_sweep("toy", parse_grid(["scale=1"]), tmp_path / "s", executor="local-submitit")
     assert not (tmp_path / "s").exists()

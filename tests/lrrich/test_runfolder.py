@@ -1,5 +1,6 @@
 """Run folders: the run record, the reuse rules, divergence as a status, --replot."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -158,3 +159,44 @@ def test_a_failing_figure_keeps_the_results_and_replot_retries(tmp_path, capsys)
     assert (tmp_path / "toy.png").exists()
     assert "plot_error" not in io.read_json(tmp_path / "results.json")
     assert "Figures failed" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_folder_in_use_refuses_a_second_writer_naming_the_holder(tmp_path, capsys):
+    out = tmp_path / "r"
+    with runfolder.lock(out):
+        assert cli.main(["run", "toy", "--out", str(out), "--quiet"]) == 2
+        with pytest.raises(runfolder.FolderInUse):
+            with runfolder.lock(out):
+                pass
+    err = capsys.readouterr().err
+    assert f"lrrich: error: {out} is in use by another lrrich process (PID {os.getpid()})" in err
+    assert [p.name for p in out.iterdir()] == [runfolder.LOCK]  # nothing of the run written
+    assert runfolder.is_empty(out) and not runfolder.is_empty(tmp_path)
+    assert cli.main(["run", "toy", "--out", str(out), "--quiet"]) == 0  # the lock was released
+
+
+def test_resume_of_a_finished_run_reports_it_and_recomputes_nothing(tmp_path, capsys, monkeypatch):
+    out = str(tmp_path / "r")
+    assert cli.main(["run", "toy", "--set", "scale=2", "--out", out]) == 0
+    first = capsys.readouterr().out
+    exp = registry.get("toy")
+
+    def never(config, run_dir):
+        raise AssertionError("a finished run was computed again")
+
+    monkeypatch.setitem(
+        registry._REGISTRY, "toy", registry.Experiment(**{**exp.__dict__, "run": never})
+    )
+    assert cli.main(["run", "toy", "--set", "scale=2", "--out", out, "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert f"{out} holds this run, finished: nothing to recompute" in captured.err
+    assert "running" not in captured.err
+    assert captured.out == first  # the same summary and report path
+
+
+def test_a_refused_out_prints_no_running_line(tmp_path, capsys):
+    (tmp_path / "notes.md").write_text("mine")
+    assert cli.main(["run", "toy", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "running" not in err and "is not a run folder" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
