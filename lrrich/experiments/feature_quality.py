@@ -17,8 +17,8 @@ features):
   quarter of training) > 0, one-sided p < 0.05; and the same with the intensity ρ_j at
   initialisation of the tracked feature.
 
-Reproduced when the test passes in every seed, direction reproduced when the correlation is
-positive in every seed, not reproduced when it is ≤ 0 in every seed, else inconclusive.
+Each claim holds in a seed when its one-sided test passes there (``CLAIMS``, judged by
+:mod:`lrrich.claims`).
 
 Command: ``lrrich run feature-quality`` (3 seeds; 95 s wall, 27 s CPU at load ~14 on the 2-core
 CPU). ``--scale paper`` is D's Fig 7 setting (ResNet18 k = 64 on CIFAR-100, SGD 0.9, 400
@@ -26,21 +26,21 @@ epochs, ×0.2 every 60; an accelerator run).
 
 Expected (seeds 0 / 1 / 2): Spearman(ρ_k, Q*_k) at the end +0.94 / +0.91 / +0.95; final
 intensity vs early quality-gain rate +0.81 / +0.70 / +0.79; initial intensity vs that rate
-+0.61 / +0.69 / +0.57 (every p < 0.01: reproduced). Over all 127 non-constant features the
++0.61 / +0.69 / +0.57 (every one-sided p < 0.01). Over all 127 non-constant features the
 two rate correlations are ≈ 0 (−0.12 to +0.08): ``docs/findings/feature_quality.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _paper_d, _training
+from lrrich.claims import Above, All, Claim, Holds, measured
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _paper_d, _training
 
 NAME = "feature-quality"
 DESCRIPTION = "D Fig 7 / T Fig 7.7: per-feature intensity vs quality over training, 3 seeds"
@@ -133,7 +133,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
         "trajectories": runs[0],
-        "comparison": comparison(runs, stats, config),
+        "measured": _measured(stats, seeds, config),
     }
 
 
@@ -240,98 +240,95 @@ def _statistics(r: dict) -> dict:
     return out
 
 
-_ROWS = (
-    (
-        "end_intensity_quality",
-        "Spearman(intensity, quality), end",
-        "D §5 'Rich feature learning': 'feature quality correlates with feature intensity during "
-        "training' (Fig 7); T Fig 7.7: 'features with higher intensity also exhibit higher "
-        "quality'. Read here: at the end of training, over features 2-20 in intensity order (T "
-        "§7.3's 'first 20 features', less the constant), Spearman(ρ_k, Q*_k) > 0",
+_SIGNIFICANT = (
+    f"one-sided Spearman test (H1: correlation > 0) at level {SIGNIFICANCE:g} over features "
+    f"2-{FIRST_FEATURES} (intensity order at the end), within each seed"
+)
+_NOTE = (
+    "quality on the test images, intensity from the training images (Nyström, T Alg. 1); the "
+    "first eigenfunction (≈ constant, D App. D.2) is left out"
+)
+_TRACKED = (
+    "; features named by their intensity order at the end and matched back through the log "
+    "points by their largest total squared overlap (metrics.feature_trajectories)"
+)
+CLAIMS = (
+    Claim(
+        "intensity-quality",
+        "D §5 Fig 7; T Fig 7.7",
+        "'feature quality correlates with feature intensity during training' (D §5); 'features "
+        "with higher intensity also exhibit higher quality' (T Fig 7.7)",
+        "Spearman(ρ_k, Q*_k) at the end of training, features 2-20 (T §7.3's 'first 20')",
+        "test",
+        All(
+            (
+                Holds("end_intensity_quality_significant", _SIGNIFICANT),
+                Above("end_intensity_quality", 0.0),
+            )
+        ),
+        paper="> 0 (positive correlation)",
+        note=_NOTE,
     ),
-    (
-        "final_intensity_rate",
-        "Spearman(final intensity, early quality gain rate)",
-        "D §5: '... with larger features improving faster' (Fig 7); T §7.4.1: 'larger features "
-        "gain better quality faster'. Read here: each feature followed back from the end "
-        "(metrics.feature_trajectories); Spearman between its final ρ_j and its rate of "
-        "quality gain (Q*_j(t_early) − Q*_j(0))/t_early over the first quarter of training",
+    Claim(
+        "final-intensity-rate",
+        "D §5 Fig 7; T §7.4.1",
+        "'... with larger features improving faster' (D §5); 'larger features gain better "
+        "quality faster' (T §7.4.1)",
+        "Spearman(final ρ_j, rate of quality gain over the first quarter of training)",
+        "test",
+        All(
+            (
+                Holds("final_intensity_rate_significant", _SIGNIFICANT),
+                Above("final_intensity_rate", 0.0),
+            )
+        ),
+        paper="> 0 (positive correlation)",
+        note=_NOTE + _TRACKED,
     ),
-    (
-        "initial_intensity_rate",
-        "Spearman(initial intensity, early quality gain rate)",
-        "D §5: '... with larger features improving faster' (Fig 7). Read here with the "
-        "intensity at initialisation: Spearman between ρ_j(0) of each tracked feature and its "
-        "rate of quality gain over the first quarter of training",
+    Claim(
+        "initial-intensity-rate",
+        "D §5 Fig 7",
+        "'... with larger features improving faster' (D §5), read with the intensity at "
+        "initialisation",
+        "Spearman(ρ_j at initialisation, rate of quality gain over the first quarter)",
+        "test",
+        All(
+            (
+                Holds("initial_intensity_rate_significant", _SIGNIFICANT),
+                Above("initial_intensity_rate", 0.0),
+            )
+        ),
+        paper="> 0 (positive correlation)",
+        note=_NOTE + _TRACKED,
     ),
 )
+"""D §5 / T §7's correlations: significant within every seed (a one-sided Spearman test), and
+positive over the seeds."""
+_CORRELATIONS = ("end_intensity_quality", "final_intensity_rate", "initial_intensity_rate")
 
 
-def comparison(runs: list[dict], stats: list[dict], config: Config) -> list[dict]:
-    """Paper vs measured, one row per claim (module docstring), judged over the seeds."""
-    cmp = _comparison
-    n_seeds = len(runs)
-    p = runs[0]["n_features"]
-    scale = (
-        f"{config.model.upper()} width {config.width}"
+def _measured(stats: list[dict], seeds: list[int], config: Config) -> dict:
+    """The per-seed record the claims read (:func:`lrrich.claims.measured`): each correlation,
+    its one-sided p, whether it is significant, and the same over all non-constant features."""
+    values = {}
+    for key in _CORRELATIONS:
+        for suffix in ("", "_p", "_all"):
+            values[f"{key}{suffix}"] = [s[f"{key}{suffix}"] for s in stats]
+        values[f"{key}_significant"] = [
+            float(s[key] > 0 and s[f"{key}_p"] < SIGNIFICANCE) for s in stats
+        ]
+    return measured(
+        values,
+        seeds=seeds,
+        dataset=f"{config.dataset} (S_fit {config.n_fit} train / S_eval {config.n_eval} test)",
+        scale=f"{config.model.upper()} width {config.width}"
         + (f" x{config.depth}" if config.model == "mlp" else "")
         + f", {config.optimizer} lr {config.lr:g}, {config.epochs} epochs, "
-        f"{len(runs[0]['step'])} log points, p = {p}, {n_seeds} seed{'s' if n_seeds > 1 else ''}"
+        f"{config.log_points} log points",
+        deviations=[]
+        if config.model == "resnet18"
+        else [f"an MLP on {config.dataset} instead of D's ResNet18 on CIFAR-100"],
     )
-    dataset = f"{config.dataset} (S_fit {config.n_fit} train / S_eval {config.n_eval} test images)"
-    test = (
-        f"one-sided Spearman test (H1: correlation > 0) at level {SIGNIFICANCE:g} over features 2-"
-        f"{FIRST_FEATURES} (intensity order at the end), in every seed: reproduced; correlation > 0 in every seed: "
-        "direction reproduced; <= 0 in every seed: not reproduced; else inconclusive"
-    )
-    rows = []
-    for key, quantity, criterion in _ROWS:
-        vals = [s[key] for s in stats]
-        pvals = [s[f"{key}_p"] for s in stats]
-        verdict = _verdict(vals, pvals)
-        rows.append(
-            cmp.row(
-                quantity,
-                "> 0 (positive correlation)",
-                f"{cmp.mean_std(vals, '+.2f')} (p: {', '.join(f'{x:.1g}' for x in pvals)})",
-                dataset=dataset,
-                scale=scale,
-                verdict=verdict,
-                criterion=criterion,
-                tolerance=test,
-                values={
-                    "spearman": vals,
-                    "p_value": pvals,
-                    "spearman_all_features": [s[f"{key}_all"] for s in stats],
-                },
-                note=f"{_NOTES[key]}; over all p - 1 non-constant features: Spearman "
-                f"{cmp.mean_std([s[f'{key}_all'] for s in stats], '+.2f')}",
-            )
-        )
-    return rows
-
-
-def _verdict(vals, pvals) -> str:
-    """The verdict of a claimed positive correlation (module docstring)."""
-    significant = _comparison.in_every_seed(
-        [v > 0 and pv < SIGNIFICANCE for v, pv in zip(vals, pvals, strict=True)]
-    )
-    if significant:
-        return "reproduced"
-    positive = _comparison.in_every_seed([math.isfinite(v) and v > 0 for v in vals])
-    if positive:
-        return "direction reproduced"
-    return "not reproduced" if positive is False else "inconclusive"
-
-
-_NOTES = {
-    "end_intensity_quality": "the first eigenfunction (≈ constant, D App. D.2) is left out; "
-    "quality on the test images, intensity from the training images",
-    "final_intensity_rate": "features named by their intensity order at the end and matched "
-    "back through the log points by their largest total squared overlap",
-    "initial_intensity_rate": "the intensity at step 0 of the eigenfunction each final feature "
-    "is matched back to",
-}
 
 
 _NULL = 1e-10
