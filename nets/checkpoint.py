@@ -12,8 +12,11 @@ it and refuses a mismatch.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -102,6 +105,30 @@ def _write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def _quiet_orbax():
+    """Within the block, orbax's error logs (a traceback per worker thread of one failed write)
+    are held back: the failure reaches the caller once, as a :class:`CheckpointError`."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _write_failure(directory: Path, step: int, error: Exception) -> str:
+    """One sentence for a checkpoint that could not be written."""
+    text = str(error)
+    full = "No space left on device" in text or getattr(error, "errno", None) == errno.ENOSPC
+    reason = "the disk is full" if full else f"{type(error).__name__}: {text[:300]}"
+    return (
+        f"could not write checkpoint step {step} to {directory} ({reason}); the earlier "
+        "checkpoints are kept: free space or pass another run_dir, then resume with resume=True"
+    )
+
+
 class Checkpointer:
     """Keeps the latest ``max_to_keep`` checkpoints of a training state under ``directory``.
 
@@ -115,10 +142,12 @@ class Checkpointer:
 
         self.directory = Path(directory).absolute()
         self._ocp = ocp
-        self._manager = ocp.CheckpointManager(
-            self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+        # Synchronous saves: `save` waits for the write anyway, and a failed write (a full disk)
+        # then raises here instead of in orbax's background threads.
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
         )
+        self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or None."""
@@ -134,8 +163,15 @@ class Checkpointer:
         hashes[str(step)] = content_hash(flat)
         if jax.process_index() == 0:  # multi-host: one writer (orbax itself saves collectively)
             _write_text_atomic(self.directory / HASHES, json.dumps(hashes, indent=1) + "\n")
-        self._manager.save(step, args=self._ocp.args.StandardSave(flat), force=True)
-        self._manager.wait_until_finished()
+        try:
+            with _quiet_orbax():
+                self._manager.save(step, args=self._ocp.args.StandardSave(flat), force=True)
+                self._manager.wait_until_finished()
+        except Exception as e:  # orbax and tensorstore raise many types for a failed write
+            # from None: one sentence, not orbax's chained worker tracebacks (kept on .original)
+            err = CheckpointError(_write_failure(self.directory, step, e))
+            err.original = e
+            raise err from None
         return self.directory / str(step)
 
     def restore(self, like: Any, step: int | None = None) -> tuple[int, Any]:

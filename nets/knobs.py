@@ -130,6 +130,14 @@ def encode_labels(data: Dataset, *, value: float = 1.0, seed: int = 0) -> Datase
     Returns:
       a new :class:`Dataset` (shapes unchanged).
     """
+    if data.task != "classification" or not np.issubdtype(
+        np.asarray(data.y_train).dtype, np.integer
+    ):
+        raise ValueError(
+            f"encode_labels writes one-hot class labels into the inputs, so it needs a "
+            f"classification dataset with int labels; got task={data.task!r} "
+            f"(y_train {np.asarray(data.y_train).dtype}); encode the labels before as_regression"
+        )
     c = data.num_classes
     if int(np.prod(data.input_shape)) < c:
         raise ValueError(f"inputs of shape {data.input_shape} have fewer than C={c} entries")

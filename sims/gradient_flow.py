@@ -17,6 +17,7 @@ from typing import Any
 import diffrax
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 PyTree = Any
 
@@ -51,6 +52,7 @@ def vector_field_flow(
     t = jnp.asarray(t)
     if t.ndim != 1 or t.shape[0] == 0:
         raise ValueError(f"t must be a non-empty 1-D array of times, got shape {t.shape}")
+    _check_times(t)
     term = _ode_term(field)
     sol = diffrax.diffeqsolve(
         term,
@@ -96,11 +98,48 @@ def gradient_flow(
       >>> loss = lambda p, S: 0.5 * (p["a"] * p["b"] - S) ** 2
       >>> ys = gradient_flow(loss, {"a": 0.1, "b": 0.1}, jnp.linspace(0, 10, 5), 2.0)
     """
+    _check_loss(loss, params0, args)
     lr = jax.tree.map(jnp.asarray, lr)  # traced, like the data: a new rate reuses the program
     return vector_field_flow(
         _descent_field(loss), params0, t, (args, lr), rtol=rtol, atol=atol, max_steps=max_steps,
         solver=solver,
     )  # fmt: skip
+
+
+def _check_times(t: jax.Array) -> None:
+    """Refuse concrete save times that are not finite, start before 0 or are not sorted (diffrax
+    would fail inside its compiled solve with an error that names none of these)."""
+    if isinstance(t, jax.core.Tracer):
+        return
+    tn = np.asarray(t)
+    if not np.all(np.isfinite(tn)):
+        raise ValueError("t must hold finite times, got NaN or inf")
+    if tn[0] < 0:
+        raise ValueError(f"t must start at t[0] >= 0 (the flow starts at t = 0), got {tn[0]}")
+    down = np.flatnonzero(np.diff(tn) < 0)
+    if down.size:
+        i = int(down[0])
+        raise ValueError(
+            f"t must be non-decreasing, but t[{i + 1}] = {tn[i + 1]} < t[{i}] = {tn[i]}; pass "
+            "np.sort(t) and reorder the answer if needed"
+        )
+
+
+def _check_loss(loss: Callable, params0: PyTree, args: Any) -> None:
+    """``loss(params0, args)`` must trace to a scalar; otherwise one sentence saying why."""
+    hint = ""
+    if isinstance(args, tuple) and len(args) == 1:
+        hint = (
+            "; args is passed to loss unchanged, so the 1-tuple (x,) is read as a tuple (the sims "
+            "losses read a tuple task as the data (X, y)): pass x itself"
+        )
+    try:
+        out = jax.eval_shape(loss, params0, args)
+    except (TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"loss(params0, args) fails: {type(e).__name__}: {e}{hint}") from e
+    if not hasattr(out, "shape") or out.shape != ():
+        shape = getattr(out, "shape", type(out).__name__)
+        raise ValueError(f"loss must return a scalar, got {shape}{hint}")
 
 
 # diffrax compiles `diffeqsolve` once per vector-field *function* (and shapes): the same loss must

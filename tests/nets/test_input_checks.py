@@ -80,3 +80,10 @@ def test_huge_inputs_name_the_inputs_not_the_learning_rate(digits):
     huge = digits._replace(x_train=digits.x_train * 1e30, x_test=digits.x_test * 1e30)
     with pytest.raises(TrainingDiverged, match="at step 0, before any update.*inputs are huge"):
         train(_mlp(), huge, CFG, **KW)
+
+
+def test_encode_labels_needs_a_classification_dataset(digits):
+    from nets import as_regression, encode_labels
+
+    with pytest.raises(ValueError, match="needs a classification dataset.*task='regression'"):
+        encode_labels(as_regression(digits))

@@ -96,3 +96,22 @@ def test_resume_of_the_same_run_goes_on(digits, tmp_path):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="already holds checkpoints of this run; pass resume"):
         train(_model(), digits, CFG, **kw)  # checkpoints are never overwritten by a new start
+
+
+def test_a_full_disk_is_one_sentence(tmp_path, monkeypatch):
+    """A checkpoint write that fails for lack of space is one CheckpointError, not orbax's
+    worker tracebacks chained under it."""
+    from nets.checkpoint import Checkpointer, CheckpointError
+
+    def no_space(*args, **kwargs):
+        raise ValueError("RESOURCE_EXHAUSTED: Failed to write: No space left on device [28]")
+
+    ckpt = Checkpointer(tmp_path / "checkpoints")
+    monkeypatch.setattr(ckpt._manager, "save", no_space)
+    with pytest.raises(CheckpointError, match="could not write checkpoint step 4 .*disk is full"):
+        ckpt.save(4, {"w": np.zeros(3)})
+    try:
+        ckpt.save(4, {"w": np.zeros(3)})
+    except CheckpointError as err:
+        assert err.__suppress_context__ and "resume=True" in str(err)
+    ckpt.close()
