@@ -34,15 +34,17 @@ def _print_summary(results: dict) -> None:
 def _cmd_list(args) -> int:
     from lrrich.registry import PAPERS, discover, paper_keys
 
-    print(f"{'name':<22s} {'runtime':>11s}  reproduces")
+    print(f"{'name':<22s} reproduces")
     for name, exp in sorted(discover().items()):
-        print(f"{name:<22s} {exp.runtime or '?':>11s}  {exp.description}")
+        print(f"{name:<22s} {exp.description}")
         for key in paper_keys(exp.description):
-            print(f"{'':<36s}{key} = {PAPERS[key]}")
+            print(f"{'':<25s}{key} = {PAPERS[key]}")
+        print(f"{'':<25s}small scale: {exp.runtime or 'no recorded run'}")
     print(
-        "\nruntime: `lrrich run NAME` at the default small scale, wall time on an idle 2-core "
-        "CPU (CPU: CPU time, measured under load); `--scale paper` is the paper's setting for "
-        "an accelerator. Details: docs/experiments.md"
+        "\nsmall scale: wall time of the recorded `lrrich run NAME` at the default scale, with "
+        "the machine and date that measured it (docs/records/NAME/small.json; `lrrich record` "
+        "a run folder to add one); `--scale paper` is the paper's setting for an accelerator. "
+        "Details: docs/experiments.md"
     )
     return 0
 
@@ -78,7 +80,36 @@ def _cmd_run(args) -> int:
     _print_summary(results)
     if exp.verdict is not None:
         print(exp.verdict(results))
+    if results.get("comparison") and all("reason" in r for r in results["comparison"]):
+        from lrrich.table import terminal_table
+
+        print(terminal_table(results["comparison"]))
     print(f"report: {run_dir / 'report.md'}")
+    return 0
+
+
+def _cmd_table(args) -> int:
+    from lrrich import table
+
+    if args.check:
+        if table.update_docs(check=True):
+            print(f"{table.DOCS.name}: the verdict table matches docs/records")
+            return 0
+        print(
+            f"lrrich: {table.DOCS}: the verdict table differs from what docs/records and the "
+            "declared claims give; run `lrrich table` to regenerate it",
+            file=sys.stderr,
+        )
+        return 1
+    table.update_docs()
+    print(f"wrote the verdict table of {table.DOCS} from {len(table.load_records())} records")
+    return 0
+
+
+def _cmd_record(args) -> int:
+    from lrrich.table import record_run
+
+    print(f"recorded {args.run_dir} -> {record_run(args.run_dir, label=args.label)}")
     return 0
 
 
@@ -335,6 +366,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     s.set_defaults(func=_cmd_info)
+
+    s = sub.add_parser(
+        "table",
+        parents=[common],
+        help="write docs/experiments.md's verdict table from docs/records (judged by the claims)",
+    )
+    s.add_argument(
+        "--check", action="store_true", help="write nothing; fail when the table is out of date"
+    )
+    s.set_defaults(func=_cmd_table)
+
+    s = sub.add_parser(
+        "record",
+        parents=[common],
+        help="keep a finished run's per-seed values as docs/records/<experiment>/<label>.json",
+    )
+    s.add_argument("run_dir")
+    s.add_argument("--label", default=None, help="the record's name (default: the run's scale)")
+    s.set_defaults(func=_cmd_record)
     return p
 
 
