@@ -140,7 +140,7 @@ class FolderInUse(OSError):
 
 
 @contextlib.contextmanager
-def lock(folder: str | Path) -> Iterator[Path]:
+def lock(folder: str | Path, *, shared: bool = False) -> Iterator[Path]:
     """Hold ``folder`` (created if absent) against a second ``lrrich`` writer inside the block.
 
     An exclusive ``flock`` on ``folder/.lock``, which records the holder's PID. The operating
@@ -148,8 +148,13 @@ def lock(folder: str | Path) -> Iterator[Path]:
     (``kill -9`` included) leaves no stale lock behind. The lock belongs to this open of the file:
     the same process locking the same folder twice is refused too.
 
+    Args:
+      folder: the run or sweep folder.
+      shared: a shared lock, which other shared holders may hold at once (the shards of one
+        sweep, ``--shard i/N``, each writing its own points) but an exclusive one may not.
+
     Raises:
-      FolderInUse: another process holds the lock.
+      FolderInUse: another process holds the lock (or, for ``shared``, holds it exclusively).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -158,7 +163,7 @@ def lock(folder: str | Path) -> Iterator[Path]:
     try:
         if fcntl is not None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = path.read_text().strip() or "unknown"
                 raise FolderInUse(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
+import json
 import math
 import multiprocessing
 import os
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from lrrich.executors import SlurmOptions
 
 SWEEP_CONFIG = "sweep_config.json"
+SWEEP_RUNS = "sweep_runs.jsonl"  # one line per command that ran the sweep: how it ran
+# What defines a sweep's points (sweep_config.json); a folder may hold one such sweep.
+_SWEEP_KEYS = ("experiment", "scale", "grid", "seeds", "set", "per_point")
 STATUS = "status.json"
 FINISHED, DIVERGED, FAILED, PENDING = "finished", "diverged", "failed", "pending"
 DONE = (FINISHED, DIVERGED)  # final: not run again
@@ -243,6 +247,8 @@ def _stored_sweep(sweep_dir: Path) -> dict | None:
     Raises:
       FileExistsError: a non-empty folder that is not a sweep folder.
     """
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise FileExistsError(f"{sweep_dir} is a file, not a sweep folder; choose another --out")
     if runfolder.is_empty(sweep_dir):
         return None
     path = sweep_dir / SWEEP_CONFIG
@@ -252,6 +258,11 @@ def _stored_sweep(sweep_dir: Path) -> dict | None:
             "nothing was written — choose another --out"
         )
     return io.read_json(path)
+
+
+def _sweep_keys(meta: dict) -> dict:
+    """The part of a sweep record that defines its points (:data:`_SWEEP_KEYS`)."""
+    return {"set": {}, **{k: meta[k] for k in _SWEEP_KEYS if k in meta}}
 
 
 def _fixed_values(meta: dict) -> dict[str, str]:
@@ -417,6 +428,7 @@ def run_sweep(
         raise ValueError(
             f"--seeds must be a whole number ≥ 1 (seeds per grid point), got {seeds!r}"
         )
+    grid = _checked_grid(grid)
     executor_name = executor
     if executor != "local":
         from lrrich.executors import SlurmOptions, check_available
@@ -455,7 +467,8 @@ def run_sweep(
         meta["per_point"] = {k: v for k, v in fixed.items() if k not in typed}
     sweep_dir = Path(sweep_dir)
     stored = _stored_sweep(sweep_dir)
-    meta, notes = grown_sweep(stored, meta, sweep_dir)
+    asked, (meta, notes) = meta, grown_sweep(stored, meta, sweep_dir)
+    keys = _sweep_keys(meta)
     points = grid_points(meta["grid"], meta["seeds"])
     overrides = [{**fixed, **p} for p in points]
     flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
@@ -465,8 +478,10 @@ def run_sweep(
         raise ValueError(
             f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
         )
-    with runfolder.lock(sweep_dir):
-        if _stored_sweep(sweep_dir) != stored:
+    # The shards of one sweep (--shard i/N, each its own points) may run at once; nothing else.
+    with runfolder.lock(sweep_dir, shared=shard is not None):
+        now = _stored_sweep(sweep_dir)  # another shard may have recorded the same sweep
+        if now != stored and _sweep_keys(grown_sweep(now, asked, sweep_dir)[0]) != keys:
             raise ValueError(
                 f"{sweep_dir} changed while this sweep started (another process wrote to it); "
                 "nothing was run — run the command again"
@@ -494,7 +509,9 @@ def run_sweep(
             "shard": f"{shard[0]}/{shard[1]}" if shard else None,
             "points_run": len(todo),
         }
-        io.write_json(sweep_dir / SWEEP_CONFIG, {**meta, "runs": [*meta.get("runs", []), run]})
+        io.write_json(sweep_dir / SWEEP_CONFIG, keys)
+        with open(sweep_dir / SWEEP_RUNS, "a") as f:  # one short append: shards do not collide
+            f.write(json.dumps(run) + "\n")
         log(_what_this_run_does(name, sweep_dir, stored, notes, points, before, todo))
         if vmap and not todo:
             log("--vmap went unused: no point is left to run")
@@ -528,6 +545,30 @@ def run_sweep(
         else:
             _run_local(args, labels, jobs, log, progress)
         return aggregate(sweep_dir)
+
+
+def _checked_grid(grid) -> dict[str, list[str]]:
+    """``grid`` as :func:`parse_grid` gives it (values as strings), refusing what is not a grid.
+
+    Raises:
+      ValueError: not a dict of lists, an axis with no values or a value listed twice.
+    """
+    if not isinstance(grid, dict):
+        raise ValueError(f"grid must be a dict of axis → list of values, got {grid!r}")
+    out = {}
+    for k, values in grid.items():
+        if isinstance(values, str) or not isinstance(values, list | tuple):
+            raise ValueError(
+                f"grid axis {k!r} must be a list of values, got {values!r} "
+                f"(parse_grid(['{k}=V1,V2']) makes one from text)"
+            )
+        if not values:
+            raise ValueError(f"--grid {k}=: {k} has no values; list them as {k}=V1,V2,...")
+        values = [str(v) for v in values]
+        if len(set(values)) < len(values):
+            raise ValueError(f"--grid {k}={','.join(values)}: a value is listed twice")
+        out[str(k)] = values
+    return out
 
 
 def _what_this_run_does(name, sweep_dir, stored, notes, points, before, todo) -> str:
@@ -668,7 +709,7 @@ def aggregate(sweep_dir: str | Path) -> dict:
         "scale": meta.get("scale"),
         "set": meta.get("set", {}),
         "per_point": meta.get("per_point", {}),
-        "runs": meta.get("runs", []),
+        "runs": _runs(sweep_dir),
         "std": _STD_LABEL,
         "rows": rows,
         "points": statuses,
@@ -679,6 +720,20 @@ def aggregate(sweep_dir: str | Path) -> dict:
     md = _markdown(out, grid_keys, figure)
     io.atomic_write_bytes(sweep_dir / "sweep.md", md.encode())
     return out
+
+
+def _runs(sweep_dir: Path) -> list[dict]:
+    """The commands that ran the sweep (:data:`SWEEP_RUNS`), oldest first."""
+    path = sweep_dir / SWEEP_RUNS
+    if not path.exists():
+        return []
+    runs = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            runs.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise ValueError(f"{path}: line {i} is damaged (not JSON); delete that line") from None
+    return runs
 
 
 def _is_number(v) -> bool:

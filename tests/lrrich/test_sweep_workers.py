@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from lrrich import cli, registry, runfolder
+from lrrich.sweep import run_sweep
+from tests.lrrich import toy_experiment
 
 REPO = Path(__file__).resolve().parents[2]
+_toy = toy_experiment.autouse_fixture()
 _STARTUP_S = 120  # two spawned workers import JAX on a loaded 2-core machine
 _GONE_S = 10  # how soon the workers must be gone after their sweep is killed
 
@@ -108,3 +111,17 @@ def test_a_killed_parallel_sweep_leaves_no_worker_and_no_lock(tmp_path, capsys, 
     assert not list(out.glob("*/results.json"))
     with runfolder.lock(out):  # the killed sweep's lock went with it
         pass
+
+
+def test_the_shards_of_one_sweep_may_run_at_once_but_no_other_writer(tmp_path):
+    grid = {"scale": ["1", "2"]}
+    with runfolder.lock(tmp_path, shared=True):  # another shard of this sweep, still running
+        out = run_sweep("toy", grid, tmp_path, shard=(0, 2), progress=False)
+        assert [p["status"] for p in out["points"]] == ["finished", "pending"]
+        with pytest.raises(runfolder.FolderInUse, match=f"{tmp_path} is in use by another"):
+            run_sweep("toy", grid, tmp_path, progress=False)
+    with runfolder.lock(tmp_path):  # a whole sweep running: no shard joins it
+        with pytest.raises(runfolder.FolderInUse):
+            run_sweep("toy", grid, tmp_path, shard=(1, 2), progress=False)
+    runs = [line for line in (tmp_path / "sweep_runs.jsonl").read_text().splitlines() if line]
+    assert len(runs) == 1 and '"shard": "0/2"' in runs[0]
