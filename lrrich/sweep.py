@@ -3,8 +3,14 @@
 Each point gets its own run folder ``<sweep_dir>/<k1=v1,k2=v2,seed=s>``. A point ends
 ``finished`` or ``diverged`` (``results.json``) or ``failed`` (``status.json`` with the error);
 one failing point never stops the others. Re-running the same command runs only the points that
-have not finished (failed ones are retried), so an interrupted sweep resumes. The sweep folder
-records its grid in ``sweep_config.json`` and refuses another grid.
+have not finished (failed ones are retried), so an interrupted sweep resumes, and says what it
+kept and what it runs. The sweep folder records its sweep in ``sweep_config.json`` and grows
+(:func:`grown_sweep`): new values of its grid axes and a larger ``seeds`` run only the new
+points; another experiment, scale, ``--set`` value or set of axes is refused. Each command that
+ran it is one line of ``sweep_runs.jsonl`` (executor, jobs, command).
+
+While a sweep runs, its folder is locked against a second writer (:func:`lrrich.runfolder.lock`;
+the shards of one sweep share it), and its worker processes end with it (:func:`_die_with`).
 
 :func:`aggregate` reduces the numeric ``summary`` entries of the finished points of *this*
 sweep to mean, sample standard deviation (ddof = 1) and n per grid point, lists the points that
@@ -393,7 +399,8 @@ def run_sweep(
       name: experiment name.
       grid: axis → values (strings, coerced to the config's field types).
       sweep_dir: the sweep folder.
-      seeds: seeds per grid point (``seed = 0..seeds-1``).
+      seeds: seeds per grid point (``seed = 0..seeds-1``); an experiment that repeats its runs
+        over a ``seeds`` field trains one seed per point (:func:`one_seed_per_point`).
       scale: config preset.
       jobs: parallel processes (``executor="local"``).
       max_runs: refuse a larger sweep unless ``yes``.
@@ -413,10 +420,12 @@ def run_sweep(
       the :func:`aggregate` of the sweep folder.
 
     Raises:
-      ValueError: unknown grid keys or values (checked before anything runs), ``seeds < 1``,
-        ``seed`` both in the grid and through ``seeds``, more than ``max_runs`` runs without
-        ``yes``, an unknown executor, or a folder holding another sweep.
-      FileExistsError: ``sweep_dir`` is a non-empty folder that is not a sweep folder.
+      ValueError: unknown grid keys or values (checked before anything runs), a grid that is
+        not lists of values, ``seeds`` or ``jobs`` not a whole number ≥ 1, ``seed`` both in the
+        grid and through ``seeds`` or set through ``fixed``, more than ``max_runs`` runs without
+        ``yes``, an unknown executor, or a folder holding another sweep (:func:`grown_sweep`).
+      FileExistsError: ``sweep_dir`` is a file, or a non-empty folder that is not a sweep folder.
+      lrrich.runfolder.FolderInUse: another process is writing into ``sweep_dir``.
     """
     if vectorize and not vmap:
         raise ValueError("--vectorize applies to --vmap sweeps; add --vmap")
