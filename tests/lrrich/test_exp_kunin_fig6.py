@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from lrrich.claims import judge_all
 from lrrich.experiments import kunin_fig6 as exp
 from lrrich.runner import run_experiment
 from nets import LeNet5, balance_layers
@@ -49,20 +50,32 @@ def test_n_star_interpolates_in_log_n():
     assert np.isnan(exp._n_star(sizes, np.array([0.1, 0.2, 0.3]), 0.5))
 
 
-def test_verdicts_follow_the_orderings_over_seeds():
+def _verdicts(hamming, smooth, rhm) -> list[str]:
+    """Verdicts of the three claims from (seeds, α = 0.1 / 1 / 10) arrays."""
     cfg = exp.Config(alphas=(0.1, 1.0, 10.0))
+    m = exp._measured(np.array(hamming), np.array(smooth), np.array(rhm), cfg, {"dataset": "x"},
+                      [0, 1, 2])  # fmt: skip
+    return [r["verdict"] for r in judge_all(exp.CLAIMS, m)]
+
+
+def test_verdicts_follow_the_orderings_over_seeds():
     up = np.array([[0.1, 0.2, 0.5], [0.1, 0.21, 0.45], [0.12, 0.2, 0.4]])  # (seeds, alpha)
-    rows = exp.comparison(up, up[:, ::-1], up, cfg, "mnist5k")
-    assert [r["verdict"] for r in rows] == ["reproduced"] * 3  # smoothness: upstream smallest
-    assert rows[0]["values"]["alpha=10"] == [0.5, 0.45, 0.4] and rows[0]["n_seeds"] == 3
-    assert all(r["criterion"].startswith("K Fig 6(" + p) for r, p in zip(rows, "abc", strict=True))
+    assert _verdicts(up, up[:, ::-1], up) == ["reproduced"] * 3  # smoothness: upstream smallest
     flat = up.copy()
-    flat[:, 1] = flat[:, 2] + 0.01  # balanced above upstream in every seed
-    assert exp.comparison(flat, up, up, cfg, "x")[0]["verdict"] == "direction reproduced"
-    assert exp.comparison(up[:, ::-1], up, up, cfg, "x")[0]["verdict"] == "not reproduced"
+    flat[:, 1] = flat[:, 2] + [0.01, 0.02, 0.015]  # balanced above upstream in every seed
+    assert _verdicts(flat, up[:, ::-1], up)[0] == "not reproduced"
     mixed = up.copy()
     mixed[:, 2] = [0.6, 0.05, 0.15]  # upstream first, last, in between
-    assert exp.comparison(mixed, up, up, cfg, "x")[0]["verdict"] == "inconclusive"
+    assert _verdicts(mixed, up[:, ::-1], up)[0] == "inconclusive"
+
+
+def test_panel_b_discloses_its_network_and_the_partial_batch():
+    cfg = exp.Config(alphas=(0.1, 1.0, 10.0))
+    v = np.ones((1, 3))
+    m = exp._measured(v, v, v, cfg, {"dataset": "mnist5k", "n_train": 4000}, [0])
+    text = " ".join(m["deviations"])
+    assert "ResNet on CIFAR-10" in text and "no weight decay" in text
+    assert "LeNet-5: the last partial batch" in text and "RHM: the last partial batch" in text
 
 
 def test_config_refuses_an_alpha_grid_without_both_sides(tmp_path):
@@ -79,7 +92,7 @@ def _measured(seed: int, hamming, smooth, rhm_acc) -> tuple[dict, dict]:
     return cnn, {"test_acc": rhm_acc, "train_acc": rhm_acc, "num_data": 131072}
 
 
-def test_collect_summarises_seeds_and_judges_every_panel():
+def test_collect_summarises_seeds_and_records_every_panel():
     cfg = exp.Config(seeds=2, rhm_train_sizes=(1000, 2000, 4000), rhm_threshold=0.5)
     acc = [[0.2, 0.3, 0.45], [0.3, 0.5, 0.8], [0.3, 0.6, 0.9]]  # alpha 0.1 / 1 / 10 × sizes
     acc1 = [[0.25, 0.35, 0.45], [0.35, 0.55, 0.85], [0.35, 0.65, 0.95]]
@@ -95,14 +108,14 @@ def test_collect_summarises_seeds_and_judges_every_panel():
     # 0.5 is crossed 2/3 and 1/2 of the way from 1,000 to 2,000 in log n (seeds 0, 1)
     assert s["rhm_n_star_alpha=10"] == pytest.approx((1000 * 2 ** (2 / 3) + 1000 * 2**0.5) / 2)
     assert np.isnan(s["rhm_n_star_alpha=0.1"]) and s["rhm_seeds_reaching_threshold_alpha=0.1"] == 0
-    rows = res["comparison"]
-    assert [r["verdict"] for r in rows] == ["reproduced"] * 3
-    assert all(r["n_seeds"] == 2 for r in rows)
-    assert rows[2]["values"]["alpha=0.1"] == pytest.approx([0.95 / 3, 1.05 / 3])
+    m = res["measured"]
+    assert m["seeds"] == [0, 1] and m["values"]["hamming_up"] == pytest.approx([0.4, 0.3])
+    assert m["values"]["rhm_acc_down"] == pytest.approx([0.95 / 3, 1.05 / 3])
+    assert all(len(v) == 2 for v in m["values"].values())
 
 
 @pytest.mark.slow  # ~20 s CPU: LeNet-5 and two RHM programs compile
-def test_tiny_run_writes_the_figure_summary_and_rows(tmp_path):
+def test_tiny_run_writes_the_figure_summary_and_record(tmp_path):
     res = run_experiment("kunin-fig6", TINY, tmp_path / "r")
     s = res["summary"]
     assert s["seeds"] == 1
@@ -111,10 +124,12 @@ def test_tiny_run_writes_the_figure_summary_and_rows(tmp_path):
         assert s[f"smoothness_alpha={a}"] > 0
         assert 0 <= s[f"rhm_mean_test_acc_alpha={a}"] <= 1
     assert np.array(res["rhm"]["test_acc"]).shape == (1, 3, 2)  # (seeds, alphas, sizes)
+    assert set(res["measured"]["values"]) == {
+        f"{k}_{side}" for k in ("hamming", "smoothness", "rhm_acc")
+        for side in ("up", "balanced", "down")
+    }  # fmt: skip
     rows = res["comparison"]
-    assert len(rows) == 3 and all(r["n_seeds"] == 1 for r in rows)
-    assert all(set(r["values"]) == {"alpha=10", "alpha=1", "alpha=0.1"} for r in rows)
-    assert all(r["verdict"] in ("reproduced", "direction reproduced", "not reproduced",
-                                "inconclusive") for r in rows)  # fmt: skip
+    assert [r["key"] for r in rows] == ["hamming", "smoothness", "rhm"]
+    assert all(r["n_seeds"] == 1 and r["verdict"] == "inconclusive" for r in rows)  # one seed
     for name in ("kunin_fig6.png", "report.md"):
         assert (tmp_path / "r" / name).stat().st_size > 0

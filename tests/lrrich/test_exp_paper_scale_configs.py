@@ -2,7 +2,7 @@
 
 label-shuffling, vgg-batchnorm, resnet-lr and learning-curve are accelerator-scale in the paper;
 here each runs end-to-end at a tiny size (a few steps on a slice of the real mnist5k digits),
-writes results, figures, the paper-vs-measured rows and the report, and its ``SCALES["paper"]``
+writes results, figures, the per-seed record of its claims and the report, and its ``SCALES["paper"]``
 config is checked against the paper's setting (D App. F.4, thesis §2.4) without loading
 the data.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from lrrich import io, registry
-from lrrich.experiments import _comparison
+from lrrich.claims import VERDICTS
 from lrrich.experiments import _image_runs as common
 from lrrich.runner import run_experiment
 from lrrich.sweep import run_sweep
@@ -70,9 +70,12 @@ def test_tiny_run_writes_results_figures_report(name, tmp_path):
         assert f"({f})" in md
     # the report's paper-vs-measured table has measured entries
     assert any(s.get(k) is not None for k in exp.paper)
+    m = res["measured"]
+    assert m["values"] and m["dataset"].startswith("mnist5k")
+    n_seeds = len(m["seeds"])
+    assert all(len(v) == n_seeds for v in m["values"].values())
     rows = res["comparison"]
-    assert rows and all(r["verdict"] in _comparison.VERDICTS for r in rows)
-    assert all(r["dataset"].startswith("mnist5k") for r in rows)
+    assert all(r["verdict"] in VERDICTS for r in rows)
     if name == "label-shuffling":
         assert set(exp.paper) <= set(s)
         # fully shuffled labels carry no information about the (untouched) test labels
@@ -95,15 +98,17 @@ def test_mf_regime_tiny_run_writes_rows_for_both_networks(tmp_path):
     res = run_experiment(exp, cfg, tmp_path / "run")
     assert set(res["points"]) == {"resnet18", "vgg16_bn"}
     assert [p["n_features"] for p in res["points"].values()] == [16, 16]  # Φ ∈ ℝ^{8·width}
-    rows = res["comparison"]
-    assert [r["quantity"].split(":")[0] for r in rows] == ["resnet18", "vgg16_bn"]
-    assert rows[0]["paper"] == "10.1, 10.0, 4.4e-03"  # T Table 2.2, ResNet18 on MNIST
-    assert all(r["dataset"].startswith("mnist5k") for r in rows)
+    m = res["measured"]
+    assert m["dataset"].startswith("mnist5k") and m["seeds"] == [0]
+    assert {"dlr_resnet18_mnist", "dlr_vgg16_bn_mnist", "d_eff_util_per_c_resnet18_mnist"} <= set(
+        m["values"]
+    )
     # the D_LR is read against random features of the same n (the test images), p and C
-    assert [(r["reference"]["n"], r["reference"]["p"], r["reference"]["rank"]) for r in rows] == [
-        (1000, 16, 10)
-    ] * 2
-    assert all(r["criterion"].startswith("T Table 2.2") and r["n_seeds"] == 1 for r in rows)
+    refs = [(r["n"], r["p"], r["rank"]) for r in m["reference"].values()]
+    assert refs == [(1000, 16, 10)] * 2 and len(m["baseline"]["dlr_resnet18_mnist"]) == 1
+    rows = res["comparison"]
+    assert rows and all(r["source"].startswith("T Table 2.2") for r in rows)
+    assert {r["paper"] for r in rows if r["key"] == "dlr-resnet18_mnist"} == {"4.4e-03"}
     assert {"mf_training.png", "mf_features.png"} <= {
         p.name for p in (tmp_path / "run").glob("*.png")
     }
@@ -129,7 +134,7 @@ def test_learning_curve_conv_scale_trains_lenet5(tmp_path):
     res = run_experiment(exp, cfg, tmp_path / "run")
     assert [p["n_features"] for p in res["points"].values()] == [84, 84]  # LeNet-5's Φ
     assert all(0.0 <= p["dlr"] <= 1.0 for p in res["points"].values())
-    assert "lenet5" in res["comparison"][0]["scale"]
+    assert "lenet5" in res["measured"]["scale"]
 
 
 def test_learning_curve_resnet_scale_is_mf_regimes_resnet_protocol():
