@@ -71,7 +71,8 @@ def _cmd_run(args) -> int:
         _info(args, f"{run_dir} holds this run, finished: nothing to recompute (shown below)")
     else:
         with runfolder.lock(run_dir):
-            _info(args, f"running {exp.name} ({args.scale}) -> {run_dir}")
+            how = "continuing the unfinished run" if runfolder.is_run_folder(run_dir) else "running"
+            _info(args, f"{how} {exp.name} ({args.scale}) -> {run_dir}")
             results = run_experiment(exp, config, run_dir, scale=args.scale, resume=args.resume)
     if results["status"] != "finished":
         print(f"lrrich: {exp.name} {results['status']}: {results.get('message')}", file=sys.stderr)

@@ -200,3 +200,20 @@ def test_a_refused_out_prints_no_running_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "running" not in err and "is not a run folder" in err
     assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
+
+
+def test_resume_of_an_unfinished_run_says_it_continues(tmp_path, capsys, monkeypatch):
+    out = str(tmp_path / "r")
+    exp = registry.get("toy")
+
+    def interrupted(config, run_dir):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setitem(
+            registry._REGISTRY, "toy", registry.Experiment(**{**exp.__dict__, "run": interrupted})
+        )
+        assert cli.main(["run", "toy", "--out", out]) == 130
+    capsys.readouterr()
+    assert cli.main(["run", "toy", "--out", out, "--resume"]) == 0
+    assert f"continuing the unfinished run toy (small) -> {out}" in capsys.readouterr().err
