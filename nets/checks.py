@@ -32,6 +32,17 @@ def check_dataset(data, what: str = "data") -> Dataset:
     )
 
 
+def check_key(key, what: str = "key") -> None:
+    """``key`` is one JAX PRNG key (typed, or a raw uint32 (2,) key); a ``TypeError`` otherwise."""
+    dtype = getattr(key, "dtype", None)
+    typed = dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    raw = isinstance(key, jax.Array | np.ndarray) and key.dtype == np.uint32 and key.shape == (2,)
+    if not ((typed and key.shape == ()) or raw):
+        shape = getattr(key, "shape", None)
+        got = f"{type(key).__name__}" + (f" of shape {shape}" if shape is not None else "")
+        raise TypeError(f"{what} must be one JAX PRNG key, e.g. jax.random.key(0); got {got}")
+
+
 def check_configs(configs: Sequence) -> None:
     """Every element of ``configs`` is a validated :class:`TrainConfig` (``TypeError`` if not)."""
     for i, c in enumerate(configs):

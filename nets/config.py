@@ -243,6 +243,7 @@ def hparams(config: TrainConfig, dtype=jnp.float32) -> HParams:
     Returns:
       :class:`HParams`.
     """
+    config.validate()
     return HParams(*(jnp.asarray(getattr(config, f), dtype) for f in HParams._fields))
 
 

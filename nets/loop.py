@@ -609,6 +609,8 @@ def fit(
             f"models, configs and keys must have the same length ≥ 1, got {len(models)}, "
             f"{len(configs)}, {len(keys)}"
         )
+    for i, k in enumerate(keys):
+        checks.check_key(k, "key" if not stacked else f"keys[{i}]")
     metric_splits = check_metric_splits(metric_splits)
     run_dirs = [None] * len(models) if run_dirs is None else [d and Path(d) for d in run_dirs]
     if (checkpoint_every or resume) and (len(models) > 1 or run_dirs[0] is None):
@@ -759,6 +761,13 @@ def train(
       nets.checkpoint.CheckpointError: an unreadable checkpoint when resuming.
     """
     metric_splits = check_metric_splits(metric_splits)  # before routing: a clear error here
+    checks.check_dataset(data)
+    if not isinstance(config, TrainConfig):
+        raise TypeError(
+            f"config must be a nets.TrainConfig, got {type(config).__name__} "
+            "(e.g. TrainConfig(lr=0.1, epochs=10))"
+        )
+    checks.check_key(key)
     kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
                   metric_splits=metric_splits, callback=callback, run_dir=run_dir,
                   checkpoint_every=checkpoint_every, resume=resume,

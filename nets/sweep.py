@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
 from nets.config import TrainConfig
@@ -63,6 +64,15 @@ def train_many(
       ValueError: mismatched lengths, or runs that cannot share one program (the message names
         the first differing field, or both run lengths).
     """
+    if isinstance(keys, jax.Array) and (
+        keys.ndim == 0 or keys.dtype == jnp.uint32 and keys.ndim == 1
+    ):
+        raise TypeError(
+            f"keys must hold one PRNG key per run ({len(models)} here), e.g. "
+            f"jax.random.split(jax.random.key(0), {len(models)}); got a single key"
+        )
+    if not isinstance(keys, jax.Array | Sequence):
+        raise TypeError(f"keys must be a sequence of PRNG keys, got {type(keys).__name__}")
     keys = [keys[i] for i in range(len(keys))] if isinstance(keys, jax.Array) else list(keys)
     return fit(
         models, data, configs, keys, stacked=True, log_every=log_every, eval_size=eval_size,
