@@ -67,13 +67,13 @@ def test_disk_full_is_one_line(tmp_path, capsys, monkeypatch):
 def test_missing_optional_extra_is_one_line(tmp_path, capsys, monkeypatch):
     def needs_tfds(config, run_dir):
         raise ImportError(
-            "loading 'mnist' needs tensorflow-datasets: pip install 'lrrich[data]'",
+            "loading 'mnist' needs tensorflow-datasets: pip install -e \".[data]\"",
             name="tensorflow_datasets",
         )
 
     _with_run(monkeypatch, needs_tfds)
     assert cli.main(["run", "toy", "--out", str(tmp_path / "r"), "--quiet"]) == 2
-    assert "pip install 'lrrich[data]'" in _one_line_error(capsys)
+    assert "pip install -e \".[data]\"" in _one_line_error(capsys)
 
 
 def test_a_keyerror_bug_keeps_its_traceback(tmp_path, monkeypatch):
