@@ -581,7 +581,8 @@ def _jsonable(v) -> list:
 
 
 def values_text(v) -> str:
-    """Per-seed values as ``'0.078, 0.081, 0.075'`` (NaN shown as NaN)."""
+    """Per-seed values as ``'0.078, 0.081, 0.075'`` (NaN or a missing value shown as NaN)."""
+    v = _floats(v)
     return ", ".join("NaN" if not math.isfinite(x) else f"{x:.3g}" for x in np.atleast_1d(v))
 
 

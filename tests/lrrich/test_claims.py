@@ -134,3 +134,18 @@ def test_declarations_are_checked():
         C.Premise("a", "=>", 1.0, "a")
     with pytest.raises(ValueError, match="one value per seed"):
         C.measured({"a": [1.0, 2.0], "b": [1.0]})
+
+
+def test_undefined_seed_values_are_shown_not_crashed_on():
+    # a network with constant outputs has an undefined D_LR: NaN in the run, null in JSON
+    from lrrich.table import report_lines, terminal_table
+
+    rec = C.measured({"dlr": [0.05, float("nan"), 0.04]}, baseline={"dlr": [0.5, None, 0.5]})
+    assert rec["values"]["dlr"][1] is None
+    row = C.judge(_claim(C.Below("dlr", 0.1), dlr=("dlr",)), rec)
+    assert (
+        row["verdict"] == "inconclusive"
+        and C.values_text(row["values"]["dlr"]) == "0.05, NaN, 0.04"
+    )
+    assert any("0.05, NaN, 0.04" in line for line in report_lines([row]))
+    assert "INCONCLUSIVE" in terminal_table([row])
