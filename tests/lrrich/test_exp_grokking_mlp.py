@@ -1,13 +1,14 @@
-"""grokking-mlp: a tiny run through the runner, the delay bookkeeping, and the Table 6.1 knobs."""
+"""grokking-mlp: a tiny run, the delay bookkeeping, the Table 6.1 knobs,
+and the verdicts of recorded delays."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from lrrich import io, registry
+from lrrich import registry
+from lrrich.claims import judge_all, measured
 from lrrich.experiments import grokking_mlp as exp
-from lrrich.runner import run_experiment
 
 TINY = dataclasses.replace(
     exp.Config(),
@@ -59,7 +60,10 @@ def test_registered_with_small_and_paper_scales():
 
 
 def test_tiny_run_writes_results_and_fixes_generalise_first(tmp_path):
-    res = run_experiment("grokking-mlp", TINY, tmp_path / "r")
+    # exp.run, not the runner: this tiny default never fits, and its NaN delay is what the
+    # record holds (a report of NaN per-seed values is the engine's to render)
+    res = exp.run(TINY, tmp_path / "r")
+    exp.plot(res, tmp_path / "r")
     s = res["summary"]
     assert set(exp.PAPER) <= set(s)
     for v in TINY.variants:
@@ -69,17 +73,42 @@ def test_tiny_run_writes_results_and_fixes_generalise_first(tmp_path):
     acc = {v: res["curves"][v]["test_acc"][-1] for v in TINY.variants}
     assert acc["weight_downscaling"] > acc["default"] + 0.15
     assert acc["output_downscaling"] > acc["default"] + 0.15
-    rows = {r["quantity"]: r for r in res["comparison"]}
-    assert set(rows) == {
-        "generalisation delay, default (w = 5, S = 3)",
-        "generalisation delay, weight downscaling",
-        "generalisation delay, output downscaling",
-    }
-    assert all(r["dataset"] == "mnist5k (256 train / 1,000 test)" for r in rows.values())
+    rec = res["measured"]
+    assert rec["seeds"] == [0] and rec["dataset"] == "mnist5k (256 train / 1,000 test)"
+    assert {f"delay_{v}" for v in TINY.variants} <= set(rec["values"])
+    rows = judge_all(exp.CLAIMS, rec)
+    assert [r["key"] for r in rows] == [
+        "default-groks",
+        "no-delay-weight-downscaling",
+        "no-delay-output-downscaling",
+    ]
+    assert all(r["verdict"] != "reproduced" for r in rows)  # one seed
     if s["max_delay_fixes"] is not None:
         assert s["delay_default"] is None or s["delay_default"] > s["max_delay_fixes"]
-    for name in ("grokking_mlp.png", "grokking_mlp_dlr.png", "report.md"):
+    for name in ("grokking_mlp.png", "grokking_mlp_dlr.png"):
         assert (tmp_path / "r" / name).stat().st_size > 0
-    md = (tmp_path / "r" / "report.md").read_text()
-    assert "| delay_default |" in md and "Paper vs measured" in md
-    assert io.read_json(tmp_path / "r" / "config.json")["config"]["width"] == 64
+
+
+def _judged(**delays):
+    values = {f"delay_{v}": d for v, d in delays.items()}
+    return {r["key"]: r for r in judge_all(exp.CLAIMS, measured(values))}
+
+
+def test_recorded_delays_are_judged_by_the_rules():
+    nan = float("nan")
+    # seeds 0-2 on a GPU, cut short (docs/findings/grokking_mlp.md): seed 2 of the default has
+    # not generalised; input downscaling did not start in seed 0
+    rows = _judged(
+        default=[7400, 7300, nan],
+        weight_downscaling=[0, 0, 0],
+        target_upscaling=[100, 100, 100],
+        input_downscaling=[nan, 0, 0],
+    )
+    assert rows["default-groks"]["verdict"] == "inconclusive"
+    assert rows["no-delay-weight-downscaling"]["verdict"] == "reproduced"
+    assert rows["no-delay-target-upscaling"]["verdict"] == "reproduced"
+    assert rows["no-delay-input-downscaling"]["verdict"] == "inconclusive"
+    # seed 0 on the CPU: output downscaling's delay is the bound itself, one seed
+    row = _judged(output_downscaling=[200])["no-delay-output-downscaling"]
+    assert row["verdict"] == "inconclusive"
+    assert _judged(default=[7700, 7300, 7400])["default-groks"]["verdict"] == "reproduced"
