@@ -42,7 +42,19 @@ first, so it comes and goes between processes); 20,000 × 10: 75 vs 0.6 ms; one 
 point (forward + D_LR on train and test) 60 vs 0.74 ms. On an accelerator a single small run
 leaves the device idle and the vmapped program is where the gain lies.
 
+``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one) on the 2-core CPU
+while other jobs kept it at load 9–12 (2026-11-28, best of 7; the ratios move by ±50 % between
+runs at such load, so they show where the time goes, not whether a goal is met): before, R = 16
+took 830 ms = steps 254 + log points 232 + host 344 (R = 1: 116 = 48 + 28 + 41); the host part
+was 16 eager permutations per log interval, 16 × ~20 eager slices to unstack the models, and 16
+× ``nets.step.build`` (~10 ms each: nnx split/merge copies, eager ``hparams`` and optimizer
+init). With the permutation and the unstacking each one compiled dispatch, R = 16 took 599 ms =
+200 + 202 + 196. What is left above the ~2× of the FLOPs: the 16 builds (~100–160 ms, one
+stacked build would remove most) and the log points, which run one run after another on the CPU
+(the vmapped form deadlocks XLA:CPU here: ``nets.evaluate.batched_log_points``).
+
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10]
+    python benchmarks/bench_vmap_sweep.py --breakdown   # 16 tiny runs vs one: steps, log points, host
 """
 
 from __future__ import annotations
@@ -116,5 +128,62 @@ def main() -> None:
     print(f"  max |Δθ| between the two = {diff:.2e}; test acc {min(acc):.3f}–{max(acc):.3f}")
 
 
+def breakdown(repeats: int = 7) -> None:
+    """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
+
+    64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
+    steps and log points from each History's share (summed over the runs), host = the rest of
+    the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
+    are taken within this process, so a loaded machine shifts both sides.
+    """
+    data = load_digits()
+    base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=6)
+
+    def once(R: int, offset: int) -> tuple[float, float, float]:
+        configs = [dataclasses.replace(base, lr=0.05 + 0.01 * i) for i in range(R)]
+        keys = [jax.random.key(i) for i in range(R)]
+        models = [MLP(64, (8,), 10, rngs=nnx.Rngs(offset + i)) for i in range(R)]
+        t0 = time.perf_counter()
+        _, hists = train_many(models, data, configs, keys)
+        wall = time.perf_counter() - t0
+        return wall, sum(h.train_time for h in hists), sum(h.log_time for h in hists)
+
+    def one_train(offset: int) -> float:
+        model = MLP(64, (8,), 10, rngs=nnx.Rngs(offset))
+        t0 = time.perf_counter()
+        train(model, data, base, key=jax.random.key(0), progress=False)
+        return time.perf_counter() - t0
+
+    once(1, 0), once(16, 0), one_train(0)  # compile
+    best = {1: (np.inf,) * 3, 16: (np.inf,) * 3}
+    t_one = np.inf
+    for rep in range(repeats):
+        for R in (1, 16):
+            r = once(R, 100 * R + rep)
+            best[R] = min(best[R], r)
+        t_one = min(t_one, one_train(rep))
+    print(
+        f"stacked program, 64-8-10 MLP, digits, 6 epochs, {jax.default_backend()} (best of {repeats}):"
+    )
+    for R, (wall, steps, logs) in best.items():
+        print(
+            f"  R = {R:2d}: {wall * 1e3:6.1f} ms = steps {steps * 1e3:5.1f} + log points "
+            f"{logs * 1e3:5.1f} + host {(wall - steps - logs) * 1e3:5.1f}"
+        )
+    print(f"  one train() call: {t_one * 1e3:.1f} ms")
+    print(
+        f"  16 runs / one run: {best[16][0] / t_one:.2f}x against train(), "
+        f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x)"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--breakdown" in sys.argv:
+        from nets.blas import limit_blas_threads
+
+        limit_blas_threads()
+        breakdown()
+    else:
+        main()

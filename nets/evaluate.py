@@ -122,12 +122,27 @@ def log_values(
     return out
 
 
+def batched_log_points(backend: str | None = None) -> bool:
+    """Whether the R runs' log points run as one ``vmap`` (batched) or one after another.
+
+    Batched on GPUs and TPUs, where one run's forward pass and D_LR are chains of small kernels
+    that leave the card idle; looped (``lax.map``) on the CPU, where the batched form was no
+    faster (14.7 vs 11.2 ms for 16 digits-MLP runs) and, for a 16-run digits MLP with chunks of
+    1,024 rows, deadlocks XLA:CPU (0 % CPU; measured with jax 0.10.2, benchmarks/bench_vmap_sweep.py).
+    """
+    return (backend or jax.default_backend()) != "cpu"
+
+
+def _each_run(fn, args):
+    """``fn`` over the leading axis of ``args``: batched or looped (:func:`batched_log_points`)."""
+    return jax.vmap(fn)(args) if batched_log_points() else jax.lax.map(fn, args)
+
+
 @program_jit(static_argnums=(0, 5, 6, 7))
 def log_values_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None):
     """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
 
-    A ``lax.map``, not a ``vmap``: one run at a time keeps the metrics' small GEMMs and eigh
-    unbatched, which XLA:CPU runs faster per run than their batched forms.
+    Batched on an accelerator, one run after another on the CPU (:func:`batched_log_points`).
 
     Returns:
       the dict of :func:`log_values` with a leading axis R on every entry.
@@ -141,7 +156,7 @@ def log_values_many(program, states, hps, fit, held, metric_fns, chunk, metric_s
             metric_splits=metric_splits,
         )  # fmt: skip
 
-    return jax.lax.map(one, (states, hps, known))
+    return _each_run(one, (states, hps, known))
 
 
 def _freeze(program, state, hp, x_fit, x_held, chunk):
@@ -156,8 +171,8 @@ freeze = program_jit(_freeze, static_argnums=(0, 5))
 
 @program_jit(static_argnums=(0, 5))
 def freeze_many(program, states, hps, x_fit, x_held, chunk):
-    """:func:`freeze` of R runs stacked along axis 0 (one run at a time, as :func:`log_values_many`)."""
-    return jax.lax.map(lambda a: _freeze(program, *a, x_fit, x_held, chunk), (states, hps))
+    """:func:`freeze` of R runs stacked along axis 0 (batched or looped, as :func:`log_values_many`)."""
+    return _each_run(lambda a: _freeze(program, *a, x_fit, x_held, chunk), (states, hps))
 
 
 @program_jit(static_argnums=(0, 4))
