@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lrrich import io
-from lrrich.experiments import _comparison
+from lrrich.claims import Claim, Holds, Value, measured
 from sims import gradient_flow
 from sims import single_neuron as sn
 
@@ -147,7 +147,7 @@ def run(config: Config, run_dir: Path) -> dict:
         summary[f"S_final_delta_{dl:g}"] = float(s_end)
     return {
         "summary": summary,
-        "comparison": comparison(summary, config),
+        "measured": _measured(summary, config),
         "t": t,
         "deltas": deltas,
         "sim": {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": beta_s},
@@ -170,74 +170,62 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-_FIG3 = (
-    "K Fig 3: 'Our theoretical predictions (black dashed lines) agree with gradient flow "
-    "simulations (solid lines)'"
+def _measured(summary: dict, config: Config) -> dict:
+    """The one exact computation the claims read (:func:`lrrich.claims.measured`)."""
+    errs = [summary[f"fig3_max_err_{k}"] for k in ("mu", "phi", "S")]
+    s_end = [summary[f"S_final_delta_{d:g}"] for d in sorted(config.deltas)]
+    return measured(
+        {
+            "theory_flow_error": [max(*errs, summary["fig4a_max_err_beta"])],
+            "eq72_error": [summary["fig4b_max_err_eq72"]],
+            # by increasing δ: downstream … upstream
+            "S_falls_with_delta": [float(len(s_end) > 1 and np.all(np.diff(s_end) < 0))],
+        },
+        exact=True,
+        dataset=f"whitened X, {config.n_samples} samples; rank-one X for Fig 4b",
+        scale=f"deltas {', '.join(f'{d:g}' for d in config.deltas)}, t_max {config.t_max:g}; "
+        + ", ".join(
+            f"S(0, t_max) {v:.2g} at δ = {d:g}"
+            for d, v in zip(sorted(config.deltas), s_end, strict=True)
+        ),
+    )
+
+
+CLAIMS = (
+    Claim(
+        "theory-flow",
+        "K Fig 3, Fig 4 (left), Eq 16-17",
+        "Our theoretical predictions (black dashed lines) agree with gradient flow simulations "
+        "(solid lines)",
+        "max error of μ, φ, S and β = a w, closed form vs the integrated gradient flow",
+        "exact",
+        Value("theory_flow_error", 0.0, "closed_form"),
+        paper="agree",
+    ),
+    Claim(
+        "implicit-bias",
+        "K §3 Eq 72, Theorem 3.1, Fig 4 (right)",
+        "the interpolant gradient flow reaches from a rank-one X minimises the δ-dependent "
+        "implicit bias (Eq 72)",
+        "max error of Eq 72 against the interpolant the flow reaches",
+        "exact",
+        Value("eq72_error", 0.0, "closed_form"),
+        paper="agree",
+    ),
+    Claim(
+        "kernel-distance-vs-delta",
+        "K Fig 3",
+        "For upstream initializations (δ ≫ 0) ... S remains near zero, indicative of the lazy "
+        "regime. For balanced initializations (δ = 0) ... S quickly moves away from zero, "
+        "indicative of the rich regime; downstream (δ ≪ 0): S remains small before a sudden "
+        "transition towards one",
+        "kernel distance S(0, t_max) falls strictly as δ grows (values in the scale column)",
+        "exact",
+        Holds("S_falls_with_delta", "S(0, t_max) strictly decreasing in δ"),
+        paper="upstream lazy, balanced rich, downstream rich later",
+    ),
 )
-
-
-def comparison(summary: dict, config: Config) -> list[dict]:
-    """Paper vs measured (K Fig 3, Fig 4): theory against the integrated flow (``closed_form``
-    of :data:`~lrrich.experiments._comparison.TOLERANCES`) and the regime each δ is in, read from
-    the kernel distance S(0, t_max). Deterministic: one computation (n = 1), no training noise."""
-    cmp = _comparison
-    dataset = f"whitened X, {config.n_samples} samples; rank-one X for Fig 4b"
-    scale = f"deltas {', '.join(f'{d:g}' for d in config.deltas)}, t_max {config.t_max:g}"
-    errs = {k: summary[f"fig3_max_err_{k}"] for k in ("mu", "phi", "S")}
-    errs["beta"] = summary["fig4a_max_err_beta"]
-    tol = cmp.TOLERANCES["closed_form"].value
-    rows = [
-        cmp.row(
-            "theory vs gradient flow: max error of mu, phi, S, beta (Fig 3, 4a)",
-            "agree",
-            f"{max(errs.values()):.1e}",
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.holds(all(v <= tol for v in errs.values())),
-            criterion=f"{_FIG3}; K Fig 4 (left): 'When XᵀX is whitened ... we can solve for the "
-            "dynamics exactly using our expressions for μ, ϕ' (K Eq. 16-17). Deterministic: one "
-            "computation",
-            tolerance=cmp.tolerance("closed_form"),
-            values={k: [v] for k, v in errs.items()},
-        ),
-        cmp.row(
-            "implicit bias: Eq 72 vs the interpolant the flow reaches (Fig 4b)",
-            "agree",
-            f"{summary['fig4b_max_err_eq72']:.1e}",
-            dataset=dataset,
-            scale=f"{len(config.bias_deltas)} deltas, t_max {config.bias_t_max:g}",
-            verdict=cmp.holds(summary["fig4b_max_err_eq72"] <= tol),
-            criterion="K §3 (Eq. 72, Theorem 3.1; Fig 4 right): the interpolant gradient flow "
-            "reaches from a rank-one X is the minimiser of the δ-dependent implicit bias. "
-            "Deterministic: one computation",
-            tolerance=cmp.tolerance("closed_form"),
-            values={
-                "eq72": [summary["fig4b_max_err_eq72"]],
-                "program": [summary["fig4b_max_err_program"]],
-            },
-        ),
-    ]
-    s_end = {d: summary[f"S_final_delta_{d:g}"] for d in sorted(config.deltas)}
-    if len(s_end) > 1:
-        ordered_s = list(s_end.values())  # by increasing δ: downstream … upstream
-        rows.append(
-            cmp.row(
-                "kernel distance S(0, t_max) vs delta: upstream lazy, downstream rich",
-                "upstream (delta >> 0) near 0, balanced moves, downstream towards 1",
-                ", ".join(f"{v:.2g} (delta {d:g})" for d, v in s_end.items()),
-                dataset=dataset,
-                scale=scale,
-                verdict=cmp.holds(bool(np.all(np.diff(ordered_s) < 0))),
-                criterion="K Fig 3: 'For upstream initializations (δ ≫ 0) ... S remains near "
-                "zero, indicative of the lazy regime. For balanced initializations (δ = 0) ... S "
-                "quickly moves away from zero, indicative of the rich regime'; downstream (δ ≪ 0): "
-                "'S remains small before a sudden transition towards one'. Reproduced: S(0, t_max) "
-                "falls strictly as δ grows. Deterministic: one computation",
-                tolerance="strictly decreasing in δ (the ordering, no tolerance: exact values)",
-                values={f"delta {d:g}": [v] for d, v in s_end.items()},
-            )
-        )
-    return rows
+"""K Fig 3 and Fig 4 as one exact computation (no seeds, no training noise)."""
 
 
 def _delta_colours(deltas: np.ndarray):
