@@ -16,7 +16,7 @@ Reproduces the position paper's §6.1 / App. G (Theorem G.2, Figure 6a) with the
 
 Command: ``lrrich run lambda-balanced --out runs/lb`` (21 s on the idle 2-core CPU).
 Expected: S ≈ 0.27 along λ = 0 at every absolute scale (rich), S < 0.01 where |λ| ≫ scale² (lazy),
-and gradient descent within 3.6e-3 of the closed form (measured; the O(lr) discretisation error).
+and gradient descent within 3.6e-3 of the closed form (the O(lr) discretisation error).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lrrich.experiments import _comparison
+from lrrich.claims import Claim, Less, Value, measured
 from lrrich.io import save_figure
 from sims import lambda_balanced as lb
 from sims import simulate
@@ -104,51 +104,54 @@ def run(config: Config, run_dir: Path) -> dict:
         "grid_scales": config.grid_scales,
         "kernel_distance": dist,
         "loss": np.asarray(pd.loss),
-        "comparison": comparison(summary, config),
+        "measured": _measured(summary, config),
     }
 
 
-def comparison(summary: dict, config: Config) -> list[dict]:
-    """Paper vs measured (P §6.1 / App. G, Theorem G.2, Figure 6(a)): the exact solution against
-    gradient descent (``gd_discretisation``) and the rich / lazy ordering of the NTK kernel
-    distance between balanced (λ = 0) and strongly unbalanced layers. One fixed-seed
-    computation, no training noise."""
-    cmp = _comparison
-    dataset = f"Σ_yx = diag({', '.join(f'{s:g}' for s in config.sigmas)})"
-    gd_err = summary["max |theory - GD| mode strength"]
-    rich = summary["kernel distance at lambda=0 (min over scales)"]
-    lazy = summary["kernel distance at max |lambda|, smallest scale"]
-    return [
-        cmp.row(
-            "mode strengths: closed form vs gradient descent, max error",
-            "exact solution (Theorem G.2)",
-            f"{gd_err:.1e}",
-            dataset=dataset,
-            scale=f"lambdas {', '.join(f'{v:g}' for v in config.lams)}, GD lr {config.lr:g}, "
-            f"t = {config.t_end:g}",
-            verdict=cmp.holds(cmp.close(gd_err, 0.0, "gd_discretisation")),
-            criterion="P App. G (Theorem G.2): the exact dynamics of a λ-balanced square linear "
-            "network; P §6.1: 'smaller λ (balanced layers) leads to nonlinear dynamics similar to "
-            "greedy dynamics'. Deterministic: one computation",
-            tolerance=cmp.tolerance("gd_discretisation"),
-            values=[gd_err],
-        ),
-        cmp.row(
-            "NTK kernel distance: lambda = 0 (every scale) vs max |lambda| (smallest scale)",
-            "rich (large) at lambda = 0, lazy (small) at large |lambda|",
-            f"{rich:.3g} vs {lazy:.2g}",
-            dataset=dataset,
-            scale=f"{len(config.grid_lams)} lambdas x {len(config.grid_scales)} scales, t = "
-            f"{config.grid_t_end:g}",
-            verdict=cmp.holds(cmp.ordered([lazy], [rich])),
-            criterion="P App. G (Figure 6(a)): 'larger weight imbalance (in any direction) leads "
-            "the transition from the rich to the lazy regime in square linear neural networks'. "
-            "Reproduced: the smallest kernel distance along λ = 0 (over all absolute scales) "
-            "exceeds that at the largest |λ|. Deterministic: one computation",
-            tolerance="ordering of two exact numbers (no tolerance)",
-            values={"lambda 0": [rich], "max |lambda|": [lazy]},
-        ),
-    ]
+def _measured(summary: dict, config: Config) -> dict:
+    """The one exact computation the claims read (:func:`lrrich.claims.measured`): gradient
+    descent against the closed form, and the kernel distance at λ = 0 (the smallest over all
+    absolute scales) and at the largest |λ| (smallest scale)."""
+    return measured(
+        {
+            "gd_error": [summary["max |theory - GD| mode strength"]],
+            "kernel_distance_balanced": [summary["kernel distance at lambda=0 (min over scales)"]],
+            "kernel_distance_unbalanced": [
+                summary["kernel distance at max |lambda|, smallest scale"]
+            ],
+        },
+        exact=True,
+        dataset=f"Σ_yx = diag({', '.join(f'{s:g}' for s in config.sigmas)})",
+        scale=f"lambdas {', '.join(f'{v:g}' for v in config.lams)}, GD lr {config.lr:g}, "
+        f"t = {config.t_end:g}; phase diagram {len(config.grid_lams)} lambdas x "
+        f"{len(config.grid_scales)} scales, t = {config.grid_t_end:g}",
+    )
+
+
+CLAIMS = (
+    Claim(
+        "gd-vs-closed-form",
+        "P App. G Theorem G.2, §6.1",
+        "the exact dynamics of a λ-balanced square linear network (Theorem G.2); 'smaller λ "
+        "(balanced layers) leads to nonlinear dynamics similar to greedy dynamics'",
+        "mode strengths (W₂W₁)ᵢᵢ/σᵢ, max error of gradient descent against the closed form",
+        "exact",
+        Value("gd_error", 0.0, "gd_discretisation"),
+        paper="exact solution",
+    ),
+    Claim(
+        "rich-to-lazy",
+        "P App. G Fig 6(a)",
+        "larger weight imbalance (in any direction) leads the transition from the rich to the "
+        "lazy regime in square linear neural networks",
+        "NTK kernel distance S(0, t_end): largest |λ| (smallest scale) below λ = 0 (smallest "
+        "over every scale)",
+        "exact",
+        Less("kernel_distance_unbalanced", "kernel_distance_balanced"),
+        paper="rich (large) at λ = 0, lazy (small) at large |λ|",
+    ),
+)
+"""P §6.1 / App. G as one exact computation (fixed seed, no training noise)."""
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
