@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from lrrich import io
-from lrrich.experiments import _comparison
+from lrrich.claims import TOLERANCES, Claim, Less, Value, measured
 from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
@@ -51,7 +51,7 @@ class Config:
     data_n_s: int = 1_000_000  # skills tracked in the sampled data sets (the rest analytically)
     c1_alpha: float = 0.1
     c1_N: int = 50_000
-    tolerance: float = _comparison.TOLERANCES["exponent"].value
+    tolerance: float = TOLERANCES["exponent"].value  # the summary's "all within tolerance"
 
 
 SCALES = {
@@ -165,7 +165,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "alphas": out,
         "C1": c1,
-        "comparison": comparison(summary, config),
+        "measured": _measured(summary, config),
     }
 
 
@@ -180,62 +180,57 @@ _LAWS = (
 )
 
 
-def comparison(summary: dict, config: Config) -> list[dict]:
-    """Paper vs measured (T Table 4.1, Fig 4.2-4.3, C.1): each fitted exponent against the
-    table's within ``config.tolerance`` (``TOLERANCES["exponent"]`` at the small and paper
-    scales), and the finite-N correction of Eq. C.2. Closed-form curves: one computation."""
-    cmp = _comparison
-    dataset = "multilinear skill model, closed form (Hurwitz zeta tail)"
-    scale = (
-        f"alphas {', '.join(f'{a:g}' for a in config.alphas)}; windows T {config.T_window}, "
-        f"D {config.D_window}, N {config.N_window}, C {config.C_window}"
-    )
-    tol = config.tolerance
-    test = (
-        f"|fitted - theory| <= {tol:g} for every alpha (config `tolerance`; "
-        f"{cmp.tolerance('exponent')})"
-    )
-    rows = []
-    for name, resource, law in _LAWS:
-        fitted = {f"alpha {a:g}": summary[f"a={a} {name} exponent"] for a in config.alphas}
-        theory = {f"alpha {a:g}": summary[f"a={a} {name} theory"] for a in config.alphas}
-        ok = all(abs(fitted[k] - theory[k]) <= tol for k in fitted)
-        rows.append(
-            cmp.row(
-                f"{resource} exponent",
-                f"{law} = " + " / ".join(f"{v:.4f}" for v in theory.values()),
-                " / ".join(f"{v:.4f}" for v in fitted.values()),
-                dataset=dataset,
-                scale=scale,
-                verdict=cmp.holds(ok),
-                criterion=f"T Table 4.1 (§4.3): the loss scales as a power law of the bottleneck "
-                f"resource with exponent {law} (a + 1 the exponent of the skill distribution, "
-                "Eq. 4.1); Fig 4.2-4.3. Deterministic: one computation per alpha",
-                tolerance=test,
-                values={k: [v] for k, v in fitted.items()},
-                note=f"max |fitted - theory| {max(abs(fitted[k] - theory[k]) for k in fitted):.1e}",
+def _measured(summary: dict, config: Config) -> dict:
+    """The one exact computation the claims read: per law the largest |fitted − theory| over
+    the α values, and the Fig C.1 log-errors."""
+    values = {
+        f"{name}_exponent_error": [
+            max(
+                abs(summary[f"a={a} {name} exponent"] - summary[f"a={a} {name} theory"])
+                for a in config.alphas
             )
-        )
-    plain, corrected = (
-        summary["C1 max log-error, plain law"],
-        summary["C1 max log-error, corrected law"],
+        ]
+        for name, _, _ in _LAWS
+    }
+    values["c1_plain_log_error"] = [summary["C1 max log-error, plain law"]]
+    values["c1_corrected_log_error"] = [summary["C1 max log-error, corrected law"]]
+    return measured(
+        values,
+        exact=True,
+        dataset="multilinear skill model, closed form (Hurwitz zeta tail)",
+        scale=f"alphas {', '.join(f'{a:g}' for a in config.alphas)}; windows T {config.T_window}, "
+        f"D {config.D_window}, N {config.N_window}, C {config.C_window}; Fig C.1: N = "
+        f"{config.c1_N:,}, alpha {config.c1_alpha:g}, T from 1e2 to 1e5",
     )
-    rows.append(
-        cmp.row(
-            f"finite-N time law (N = {config.c1_N:,}, alpha {config.c1_alpha:g}): max log-error",
-            "the corrected law (Eq. C.2) tracks the finite-N curve",
-            f"plain {plain:.3f}, corrected {corrected:.3f}",
-            dataset=dataset,
-            scale="T from 1e2 to 1e5",
-            verdict=cmp.holds(cmp.ordered([corrected], [plain])),
-            criterion="T App. C (Fig C.1, Eq. C.2): at finite N the time law bends away from "
-            "the power law and the finite-N correction tracks it. Reproduced: the corrected law's "
-            "max log-error below the plain law's. Deterministic: one computation",
-            tolerance="ordering of two exact numbers (no tolerance)",
-            values={"plain": [plain], "corrected": [corrected]},
-        )
+
+
+def _exponent_claim(name: str, resource: str, law: str) -> Claim:
+    return Claim(
+        f"{name}-exponent",
+        "T Table 4.1 (§4.3), Fig 4.2-4.3",
+        f"the loss scales as a power law of the bottleneck resource {resource} with exponent "
+        f"{law} (a + 1 the exponent of the skill distribution, Eq 4.1)",
+        f"{resource} exponent: largest |fitted − theory| over the α values",
+        "exact",
+        Value(f"{name}_exponent_error", 0.0, "exponent"),
+        paper=law,
     )
-    return rows
+
+
+CLAIMS = (
+    *(_exponent_claim(*law) for law in _LAWS),
+    Claim(
+        "finite-N-correction",
+        "T App. C Fig C.1, Eq C.2",
+        "at finite N the time law bends away from the power law and the finite-N correction "
+        "tracks it",
+        "max log-error against the finite-N time curve, corrected (Eq C.2) vs plain law",
+        "exact",
+        Less("c1_corrected_log_error", "c1_plain_log_error"),
+        paper="the corrected law tracks the finite-N curve",
+    ),
+)
+"""T Table 4.1 and Fig C.1 as one exact computation (closed-form curves)."""
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
