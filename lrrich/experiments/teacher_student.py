@@ -12,7 +12,7 @@ training-set NTK, Hamming distance of activation patterns, and training loss.
 
 Command: ``lrrich run teacher-student --out runs/ts`` (small: d = 20, h = 50, n = 200, 6 τ × 5 δ
 grid, 3 seeds vmapped together, 4000 GD steps; 39 s of CPU, 12 min wall on the 2-core machine
-shared at a load of ~25). Measured (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5
+shared at a load of ~25). Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5
 in every seed (downstream 4.2e-3, lazy τ = 2 6.4e-3); kernel distance 0.224 (small τ, upstream)
 vs 4.0e-4 (τ = 2, balanced).
 Expected (paper): lazy (kernel distance ≈ 0, high test loss) at large τ; rich at small τ;
@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich.claims import All, Claim, Holds, Less, measured
 from sims import piecewise_linear as pl
 
 NAME = "teacher-student"
@@ -165,7 +166,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "time_over_tau2": (np.asarray(out["time"])[0, 0] * cfg.taus[0] ** 2).tolist(),
         "final": {k: v.tolist() for k, v in final.items()},
         "curves": {k: v.tolist() for k, v in mean.items() if k != "time"},
-        "comparison": comparison(
+        "measured": _measured(
             {
                 k: np.asarray(out[k])[..., -1].reshape(cfg.n_seeds, *shape[:2])
                 for k in ("test_loss", "kernel_distance")
@@ -175,73 +176,78 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-_CLAIM = (
-    "K Fig 1(b): 'Lazy learning happens when τ is large, rich learning happens when τ is small, "
-    "and rapid rich learning happens when both τ is small and δ is large – an upstream "
-    "initialization. This initialization also leads to the smallest test loss'"
-)
+def _measured(final: dict, cfg: Config) -> dict:
+    """The per-seed record the claims read (:func:`lrrich.claims.measured`).
 
-
-def comparison(final: dict, cfg: Config) -> list[dict]:
-    """Paper vs measured (K Fig 1(b)) over the ``n_seeds`` teacher / data / init draws.
-
-    ``final``: (n_seeds, n_tau, n_delta) final test loss and kernel distance. The smallest test
-    loss: reproduced when, in every seed, the grid's lowest test loss is at the smallest τ with
-    δ > 0; direction reproduced when the small-τ upstream point beats both the small-τ
-    downstream and the large-τ balanced points
-    (:func:`~lrrich.experiments._comparison.ordered`). The kernel distance: rich (large) at the
-    small-τ upstream point, lazy (small) at the large-τ balanced point.
+    ``final``: (n_seeds, n_tau, n_delta) final test loss and kernel distance. Per seed: whether
+    the grid's lowest test loss is at the smallest τ with δ > 0 (1 / 0), and the test loss and
+    kernel distance at the small-τ upstream, small-τ downstream and large-τ balanced points.
     """
-    from lrrich.experiments import _comparison as cmp
-
     loss, kd = np.asarray(final["test_loss"]), np.asarray(final["kernel_distance"])
     d_up, d_down, d_mid = len(cfg.deltas) - 1, 0, len(cfg.deltas) // 2
-    dataset = (
-        f"ReLU teacher (k = {cfg.k}) on the sphere, d = {cfg.d}, {cfg.n_train} train / "
-        f"{cfg.n_test} test"
-    )
-    scale = (
-        f"student h = {cfg.h}, tau {min(cfg.taus):g}-{max(cfg.taus):g}, delta "
-        f"{min(cfg.deltas):g}-{max(cfg.deltas):g}, {cfg.steps} GD steps, {cfg.n_seeds} seeds"
-    )
     best_at = [np.unravel_index(np.argmin(x), x.shape) for x in loss]
-    best_ok = cmp.in_every_seed(i == 0 and cfg.deltas[j] > 0 for i, j in best_at)
-    up, down, lazy = loss[:, 0, d_up], loss[:, 0, d_down], loss[:, -1, d_mid]
-    direction = cmp.every([cmp.ordered(up, down), cmp.ordered(up, lazy)])
-    return [
-        cmp.row(
-            "lowest test loss: small tau, upstream (delta > 0)",
-            "small tau, delta > 0",
-            "; ".join(f"tau {cfg.taus[i]:g}, delta {cfg.deltas[j]:g}" for i, j in best_at),
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.judge(best_ok, direction),
-            criterion=f"{_CLAIM}. Reproduced: the grid's lowest final test loss at the smallest "
-            "τ with δ > 0; direction: the small-τ upstream point below both the small-τ "
-            "downstream and the large-τ balanced points",
-            tolerance=f"the grid minimum in every seed; direction: {cmp.ORDER_TEST}",
-            values={
-                "small tau upstream": up.tolist(),
-                "small tau downstream": down.tolist(),
-                "large tau balanced": lazy.tolist(),
-            },
+    i_small = int(np.argmin(cfg.taus))
+    return measured(
+        {
+            "best_is_small_tau_upstream": [
+                float(i == i_small and cfg.deltas[j] > 0) for i, j in best_at
+            ],
+            "test_loss_small_tau_upstream": loss[:, 0, d_up],
+            "test_loss_small_tau_downstream": loss[:, 0, d_down],
+            "test_loss_large_tau_balanced": loss[:, -1, d_mid],
+            "kernel_distance_small_tau_upstream": kd[:, 0, d_up],
+            "kernel_distance_large_tau_balanced": kd[:, -1, d_mid],
+        },
+        seeds=list(range(cfg.n_seeds)),  # the draws of jax.random.split(PRNGKey(seed))
+        dataset=f"ReLU teacher (k = {cfg.k}) on the sphere, d = {cfg.d}, {cfg.n_train} train / "
+        f"{cfg.n_test} test",
+        scale=f"student h = {cfg.h}, tau {min(cfg.taus):g}-{max(cfg.taus):g}, delta "
+        f"{min(cfg.deltas):g}-{max(cfg.deltas):g}, {cfg.steps} GD steps, the {cfg.n_seeds} draws "
+        f"of seed {cfg.seed}",
+    )
+
+
+_QUOTE = (
+    "Lazy learning happens when τ is large, rich learning happens when τ is small, and rapid "
+    "rich learning happens when both τ is small and δ is large – an upstream initialization. "
+    "This initialization also leads to the smallest test loss"
+)
+CLAIMS = (
+    Claim(
+        "lowest-test-loss",
+        "K Fig 1(b)",
+        _QUOTE,
+        "the grid's lowest final test loss: at the smallest τ with δ > 0 (upstream)",
+        "test",
+        Holds("best_is_small_tau_upstream", "the grid minimum of the seed's test loss"),
+        paper="small τ, δ > 0",
+    ),
+    Claim(
+        "test-loss-order",
+        "K Fig 1(b)",
+        _QUOTE,
+        "final test loss: small-τ upstream below small-τ downstream and below large-τ balanced",
+        "test",
+        All(
+            (
+                Less("test_loss_small_tau_upstream", "test_loss_small_tau_downstream"),
+                Less("test_loss_small_tau_upstream", "test_loss_large_tau_balanced"),
+            )
         ),
-        cmp.row(
-            "kernel distance: small tau upstream vs large tau balanced",
-            "rich (moves) vs lazy (stays)",
-            f"{np.mean(kd[:, 0, d_up]):.3g} vs {np.mean(kd[:, -1, d_mid]):.2g}",
-            dataset=dataset,
-            scale=scale,
-            verdict=cmp.holds(cmp.ordered(kd[:, -1, d_mid], kd[:, 0, d_up])),
-            criterion=f"{_CLAIM}. Reproduced: the kernel distance from initialisation larger at "
-            "the small-τ upstream point than at the large-τ balanced point",
-            tolerance=cmp.ORDER_TEST,
-            values={
-                "small tau upstream": kd[:, 0, d_up].tolist(),
-                "large tau balanced": kd[:, -1, d_mid].tolist(),
-            },
-        ),
-    ]
+        paper="upstream smallest",
+    ),
+    Claim(
+        "kernel-distance",
+        "K Fig 1(b)",
+        _QUOTE,
+        "kernel distance S(0, t) of the training-set NTK (the paper's measure of rich learning "
+        "is read on the training inputs): small-τ upstream (rich) above large-τ balanced (lazy)",
+        "train",
+        Less("kernel_distance_large_tau_balanced", "kernel_distance_small_tau_upstream"),
+        paper="rich (moves) vs lazy (stays)",
+    ),
+)
+"""K Fig 1(b) over the ``n_seeds`` teacher / data / init draws."""
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
