@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich.claims import Claim, Less, Value, measured, rf_reference
 from lrrich.experiments import _image_runs as common
 
 NAME = "demo"
@@ -122,6 +123,8 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
         model = common.build_model(
             "mlp", data, width=config.width, depth=config.depth, seed=config.seed
         )
+        if "init_dlr" not in out:  # rich and lazy start from this same network
+            out["init_dlr"] = common.init_baseline(model, data)
         tc = common.train_config(config, len(data.x_train), last_layer_only=last_only)
         model, hist = train(
             model,
@@ -160,71 +163,73 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "curves": curves,
         "histories": histories,
-        "comparison": comparison(summary, config),
+        "measured": _measured(summary, config),
     }
 
 
-def comparison(summary: dict, config: Config) -> list[dict]:
-    """Paper vs measured: the closed forms against the integrated flow (``closed_form`` of
-    :data:`~lrrich.experiments._comparison.TOLERANCES`) and the rich-vs-lazy direction of D_LR
-    (one seed, ``config.seed``; a gap must clear ``dlr_seed_spread``)."""
-    from lrrich.experiments import _comparison as cmp
-
-    exact = "closed form vs adaptive float64 integration of the raw-parameter flow"
-    rows = [
-        cmp.row(
-            f"{name} modes: max error of the closed form against gradient flow, relative to S",
-            "agree (exact solution)",
-            f"{summary[key]:.1e}",
-            dataset="none (population loss of the model)",
-            scale=f"{config.n_times} time points, init scale {config.init_scale:g}",
-            verdict=cmp.holds(cmp.close(summary[key], 0.0, "closed_form")),
-            criterion=f"{claim}. Deterministic: one computation",
-            tolerance=cmp.tolerance("closed_form"),
-            values=[summary[key]],
-            note=exact,
-        )
-        for name, key, claim in (
-            (
-                "diagonal network",
-                "diagonal_max_error",
-                "T §3.2 (Eq. 3.9, App. Eq. A.20): the exact sigmoidal saturation of each mode "
-                "a_i b_i of the diagonal linear network, balanced or not",
-            ),
-            (
-                "Saxe network",
-                "saxe_max_error",
-                "T App. A (Eq. A.39): Saxe et al.'s exact mode dynamics of a two-layer linear "
-                "network from a task-aligned small initialisation",
-            ),
-        )
-    ]
-    rich, lazy = summary["rich_dlr"], summary["lazy_dlr"]
+def _measured(summary: dict, config: Config) -> dict:
+    """The record the claims read: the two closed-form errors and seed ``config.seed``'s D_LR."""
     n_test = summary.get("n_test", 1000)
-    ref = cmp.rf_reference(n_test, config.width, 10)
-    rows.append(
-        cmp.row(
-            "test D_LR rich (full backprop) / lazy (last layer only)",
-            "rich < lazy (D Fig 1: 0.0087 / 0.63 on encoded labels)",
-            f"{rich:.3f} / {lazy:.3f}",
-            dataset=f"{summary.get('dataset', config.dataset)} ({summary.get('n_train', '?')} "
-            "train)",
-            scale=f"MLP 784-{config.width}x{config.depth}-10, SGD lr {config.lr:g}, "
-            f"{config.epochs} epochs, seed {config.seed}",
-            verdict=cmp.holds(cmp.ordered([rich], [lazy], one_seed_spread="dlr_seed_spread")),
-            criterion="D Fig 1 (table): full backprop (rich) D_LR 0.0087, last layer only "
-            "(lazy) 0.63; D §2: D_LR = 0 'maximally rich', 1 'maximally lazy'. Direction only "
-            "(plain MNIST labels here, not D's encoded labels): the lazy network, whose features "
-            "stay random, has the larger D_LR",
-            tolerance=cmp.ORDER_TEST_ONE_SEED,
-            values={"rich": [rich], "lazy": [lazy]},
-            reference=ref,
-            note=f"isotropic random features at this n, p give {ref['dlr']:.2f}; the lazy "
-            f"net's {lazy:.2f} is {'below' if lazy < ref['dlr'] else 'above'} it (the features "
-            "of a random ReLU MLP are not isotropic)",
-        )
+    return measured(
+        {k: [summary[k]] for k in ("diagonal_max_error", "saxe_max_error", "rich_dlr", "lazy_dlr")},
+        seeds=[config.seed],
+        dataset=f"{summary.get('dataset', config.dataset)} ({summary.get('n_train', '?')} train "
+        f"/ {n_test} test); the modes: population loss of the model",
+        scale=f"MLP 784-{config.width}x{config.depth}-10, SGD lr {config.lr:g}, "
+        f"{config.epochs} epochs; modes: {config.n_times} time points, init scale "
+        f"{config.init_scale:g}",
+        baseline={f"{m}_dlr": [summary["init_dlr"]] for m in ("rich", "lazy")},
+        reference={f"{m}_dlr": rf_reference(n_test, config.width, 10) for m in ("rich", "lazy")},
+        deviations=[
+            "plain MNIST labels, not D Fig 1's encoded labels (the D_LR row is a direction)"
+        ],
     )
-    return rows
+
+
+_EXACT = (
+    "one deterministic computation (closed form against the float64 integration of its "
+    "gradient flow; no seed), judged as the one value it is"
+)
+CLAIMS = (
+    Claim(
+        "diagonal-modes",
+        "T §3.2 Eq 3.9, App. Eq A.20",
+        "the exact sigmoidal saturation of each mode a_i b_i of the diagonal linear network, "
+        "balanced or not",
+        "diagonal network modes: max error of the closed form against gradient flow, relative to S",
+        "exact",
+        Value("diagonal_max_error", 0.0, "closed_form"),
+        paper="agree (exact solution)",
+        seeds=1,
+        note=_EXACT,
+    ),
+    Claim(
+        "saxe-modes",
+        "T App. A Eq A.39",
+        "Saxe et al.'s exact mode dynamics of a two-layer linear network from a task-aligned "
+        "small initialisation",
+        "Saxe network modes: max error of the closed form against gradient flow, relative to "
+        "the largest singular value",
+        "exact",
+        Value("saxe_max_error", 0.0, "closed_form"),
+        paper="agree (exact solution)",
+        seeds=1,
+        note=_EXACT,
+    ),
+    Claim(
+        "dlr-rich-lazy",
+        "D Fig 1, §2",
+        "full backprop (rich) D_LR 0.0087, last layer only (lazy) 0.63 (D Fig 1's table); "
+        "D_LR = 0 'maximally rich', 1 'maximally lazy' (D §2)",
+        "test D_LR, rich (full backprop) < lazy (last layer only): one seed of the main job "
+        "(first-layer's all-layers vs last-layer-only claim is the same comparison over 3 seeds)",
+        "test",
+        Less("rich_dlr", "lazy_dlr"),
+        paper="rich < lazy (0.0087 < 0.63 on encoded labels)",
+        dlr=("rich_dlr", "lazy_dlr"),
+    ),
+)
+"""The demo's claims: two closed forms (one computation each) and one training seed's D_LR."""
 
 
 def verdict(results: dict) -> str:
