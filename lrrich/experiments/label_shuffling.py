@@ -12,18 +12,16 @@ A sweep sets one value per run, e.g.
 reports the plain keys ``dlr``, ``test_acc``, … (aggregated over seeds by the sweep).
 
 Command: ``lrrich run label-shuffling --out runs/ls`` (small: 2-hidden-layer ReLU MLP on 2,000
-real Fashion-MNIST images, seeds 0–2 by default; one seed about 2 min on the idle 2-core CPU,
-8.1 min wall under a load of 10–16, three about 3× the CPU). ``--scale conv``: ResNet18 with
-k = 4 on 512 images, ~5 min per fraction and seed.
-Expected on mnist5k (the fallback when Fashion-MNIST is not installed; seeds 0–2, 0 / 100 %;
-13 min 17 s wall at a load of ~12): test D_LR 0.168 ± 0.003 / 0.517 ± 0.005, test accuracy
-94.6 / 9.1 %. On Fashion-MNIST (seeds 0–2, 0 / 100 %): train D_LR 0.158 ± 0.002 / 0.087 ± 0.005, test D_LR 0.188 ±
-0.001 / 0.256 ± 0.014, test accuracy 83.4 / 10.1 %. Seed 0, 0 / 10 / 100 % shuffled: test accuracy 83.5 / 80.1 / 9.9 %; D_LR on the
-training inputs 0.157 / 0.125 / 0.085 (memorising random labels is the richest, in the MF
-regime), on the test inputs 0.188 / 0.158 / 0.257. With the papers' per-channel normalisation
-(``--set normalize=channel``, seed 0, 100 %): train D_LR 0.305, test 0.634 — the MLP's MF
-regime is a property of the raw pixels. ``--scale conv`` (0 / 100 %, seed 0): test accuracy
-66.6 / 9.7 %, train D_LR 0.083 / 0.069, test D_LR 0.151 / 0.099.
+real Fashion-MNIST images, seeds 0–2 by default; ``mnist5k`` when Fashion-MNIST is not
+installed). ``--scale conv``: ResNet18 with k = 4 on 512 images, one seed.
+Expected (the record ``docs/records/label-shuffling/small.json``, seeds 0–2, 0 / 100 %
+shuffled): test D_LR 0.188 ± 0.001 / 0.246 ± 0.013 (the networks' own features at
+initialisation, fitted readout: 0.604 ± 0.009), test accuracy 83.4 / 10.4 %. Seed 0, 0 / 10 /
+100 % shuffled: D_LR on the training inputs 0.157 / 0.125 / 0.085 (memorising random labels is
+the richest there), on the test inputs 0.188 / 0.158 / 0.257. With the papers' per-channel
+normalisation (``--set normalize=channel``, seed 0, 100 %): train D_LR 0.305, test 0.634.
+``--scale conv`` (0 / 100 %, seed 0): test accuracy 66.6 / 9.7 %, train D_LR 0.083 / 0.069, test
+D_LR 0.151 / 0.099.
 Paper (``--scale paper``, an accelerator and CIFAR-10 prepared for tensorflow-datasets): ResNet18
 on 10,000 CIFAR-10 images, D_LR 0.031 (0 %) / 0.034 (100 %), test accuracy 95.0 % / 9.5 %.
 
