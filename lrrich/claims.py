@@ -276,7 +276,9 @@ class Holds:
             return Check(True, self.test, f"holds in every seed ({len(v)})")
         if not ok.any() and np.isfinite(v).all():
             return Check(False, self.test, f"fails in every seed ({len(v)})")
-        return Check(None, self.test, f"holds in seed(s) {list(np.flatnonzero(ok))} only")
+        return Check(
+            None, self.test, f"holds in seed(s) {[int(i) for i in np.flatnonzero(ok)]} only"
+        )
 
 
 @dataclass(frozen=True)
