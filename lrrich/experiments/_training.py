@@ -72,7 +72,7 @@ class StepTraining(Training):
 class Seeds:
     """Repeat every run over seeds ``seed, seed + 1, …, seed + seeds − 1`` (D averages its
     experiments over at least three runs); each comparison row is judged over the seeds
-    (``_comparison.within`` / ``_comparison.ordered``) and reports their per-seed values.
+    (:mod:`lrrich.claims`) from their per-seed values.
 
     Attributes:
       seeds: number of seeds n (≥ 1).

@@ -149,3 +149,14 @@ def test_undefined_seed_values_are_shown_not_crashed_on():
     )
     assert any("0.05, NaN, 0.04" in line for line in report_lines([row]))
     assert "INCONCLUSIVE" in terminal_table([row])
+
+
+def test_rf_reference_is_the_closed_form():
+    ref = C.rf_reference(1000, 256, 10)
+    # fitted readout, m = n − 1, d = min(m, p): 1 − sqrt(r m p / (d² (m + p + 1))), written out
+    m, p, r = 999.0, 256.0, 10.0
+    assert ref["dlr"] == pytest.approx(1 - math.sqrt(r * m * p / (p**2 * (m + p + 1))), rel=1e-12)
+    assert (ref["n"], ref["p"], ref["rank"], ref["rank_source"]) == (1000, 256, 10, "C")
+    assert C.rf_reference(20, 32, 97)["rank"] == 19  # capped at min(n − 1, p)
+    with pytest.raises(ValueError, match="rank_source"):
+        C.rf_reference(10, 4, 2, rank_source="guess")

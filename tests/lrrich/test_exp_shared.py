@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lrrich import io, registry
-from lrrich.experiments import _comparison, _training
 from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _training
 
 
 def test_step_training_fields_reach_train_config_and_overrides_win():
@@ -93,19 +93,23 @@ def test_grid_summary_suffixes_points_and_keeps_plain_keys_for_one_point():
     assert common.grid_summary({"_x": a}) == {"dlr": 0.1, "test_acc": 0.9}
 
 
-def test_tolerances_are_named_with_their_source_and_close_reads_them():
-    assert _comparison.TOLERANCES["dlr"].value == 0.05
-    for name, tol in _comparison.TOLERANCES.items():
+def test_tolerances_are_named_with_their_source_and_value_checks_read_them():
+    from lrrich import claims
+
+    assert claims.TOLERANCES["dlr"].value == 0.05
+    for name, tol in claims.TOLERANCES.items():
         assert tol.value > 0 and len(tol.source) > 20, name
+
+    def inside(x, paper, kind):
+        return claims.Value("v", paper, kind).check({"v": np.array([x])}, True).outcome
+
     # absolute: strictly within; relative: |measured / paper − 1| ≤ value
-    assert not _comparison.close(0.53, 0.59, "dlr")
-    assert _comparison.close(0.55, 0.59, "dlr")
-    assert _comparison.close(1000.0, 800.0, "constant")  # +25 %
-    assert not _comparison.close(1001.0, 800.0, "constant")
-    assert _comparison.close(12.0, 10.0, "d_eff") and not _comparison.close(12.1, 10.0, "d_eff")
-    with pytest.raises(KeyError):
-        _comparison.close(0.1, 0.1, "no such tolerance")
-    assert _comparison.MF_BOUNDARY == 0.1  # T Definition 2, ε = 0.1
+    assert not inside(0.53, 0.59, "dlr") and inside(0.55, 0.59, "dlr")
+    assert inside(1000.0, 800.0, "constant")  # +25 %
+    assert not inside(1001.0, 800.0, "constant")
+    assert inside(12.0, 10.0, "d_eff") and not inside(12.1, 10.0, "d_eff")
+    # a gap equal to the bound is outside, also where float round-off makes it 0.04999…
+    assert 0.15 - 0.10 < 0.05 and not inside(0.15, 0.10, "accuracy")
 
 
 def test_one_read_json_with_a_clear_error(tmp_path):
