@@ -559,9 +559,18 @@ def tag(value: float) -> str:
     return f"{value:g}"
 
 
-def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -> list[Path]:
+def plot_points(
+    points: dict[str, dict],
+    run_dir: Path,
+    stem: str,
+    title: str,
+    seed_histories: dict[str, list[dict]] | None = None,
+) -> list[Path]:
     """``<stem>_training.png`` (D_LR and accuracy vs epoch per point) and ``<stem>_features.png``
-    (Π*(k), Π̂(k), ρ_k/ρ_1 per point, thesis Fig. 2.3 style)."""
+    (Π*(k), Π̂(k), ρ_k/ρ_1 per point, thesis Fig. 2.3 style).
+
+    With ``seed_histories`` (point → one history per seed, :func:`seed_curves`) the training
+    panels show every seed: the seed mean as a line and the range over the seeds as a band."""
     import matplotlib.pyplot as plt
 
     from lrrich.io import save_figure
@@ -569,13 +578,14 @@ def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for label, r in points.items():
-        h = r["history"]
-        (line,) = axes[0].plot(h["epoch"], h["dlr_test"], marker="o", ms=3, label=label)
-        axes[0].plot(h["epoch"], h["dlr_train"], ls=":", color=line.get_color())
-        axes[1].plot(h["epoch"], h["train_acc"], ls=":", color=line.get_color())
-        axes[1].plot(h["epoch"], h["test_acc"], marker="o", ms=3, color=line.get_color())
-        loss = np.array([np.nan if v is None else v for v in h["loss"]], float)  # NaN at step 0
-        axes[2].semilogy(h["epoch"], loss, color=line.get_color())
+        runs = (seed_histories or {}).get(label) or [r["history"]]
+        n = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+        color = _band(axes[0], runs, "dlr_test", f"{label}{n}", marker="o")
+        _band(axes[0], runs, "dlr_train", None, color=color, ls=":")
+        _band(axes[1], runs, "train_acc", None, color=color, ls=":")
+        _band(axes[1], runs, "test_acc", None, color=color, marker="o")
+        _band(axes[2], runs, "loss", None, color=color)
+    axes[2].set_yscale("log")
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="epoch", ylabel="D_LR (test; dotted: train)", ylim=(0, 1), title=title)
     axes[1].set(xlabel="epoch", ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
@@ -587,6 +597,26 @@ def plot_points(points: dict[str, dict], run_dir: Path, stem: str, title: str) -
         fig = plot_feature_decomposition(decomp)
         paths.append(save_figure(fig, Path(run_dir) / f"{stem}_features.png"))
     return paths
+
+
+def seed_curves(results: list[dict]) -> list[dict]:
+    """The training curves of each seed's :func:`train_point` result, for :func:`plot_points`."""
+    keys = ("epoch", "loss", "train_acc", "test_acc", "dlr_train", "dlr_test")
+    return [{k: r["history"][k] for k in keys if k in r["history"]} for r in results]
+
+
+def _band(ax, runs: list[dict], key: str, label, *, color=None, ls="-", marker=None):
+    """The seed mean of ``key`` vs epoch as a line, the range over the seeds as a band."""
+    length = min(len(h[key]) for h in runs)
+    epoch = np.asarray(runs[0]["epoch"][:length], float)
+    v = np.array([[np.nan if x is None else x for x in h[key][:length]] for h in runs], float)
+    with warnings.catch_warnings():  # a log point with no value in any seed (loss at step 0)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, low, high = np.nanmean(v, 0), np.nanmin(v, 0), np.nanmax(v, 0)
+    (line,) = ax.plot(epoch, mean, ls=ls, marker=marker, ms=3, color=color, label=label)
+    if len(runs) > 1:
+        ax.fill_between(epoch, low, high, color=line.get_color(), alpha=0.2)
+    return line.get_color()
 
 
 def dataset_text(data) -> str:

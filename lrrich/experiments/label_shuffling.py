@@ -143,7 +143,7 @@ def run(config: Config, run_dir: Path) -> dict:
     seeds = _training.seed_list(config)
     data = common.load_data(config, config.model)
     tc = common.train_config(config, len(data.x_train), schedule="step")
-    points, per_seed = {}, {}
+    points, per_seed, curves = {}, {}, {}
     for frac in config.shuffle_fractions:
         res = common.train_seeds(
             config.model,
@@ -157,6 +157,7 @@ def run(config: Config, run_dir: Path) -> dict:
         )
         label = f"{_tag(frac)}% shuffled"
         points[label], per_seed[label] = res[0], [common.point_summary(r) for r in res]
+        curves[label] = common.seed_curves(res)
     summary = common.grid_summary(
         {f"_shuffle{k.split('%')[0]}": _seed_mean(v) for k, v in per_seed.items()}
     )
@@ -170,7 +171,8 @@ def run(config: Config, run_dir: Path) -> dict:
     ]
     return {
         "summary": summary,
-        "points": points,  # the curves of the first seed
+        "points": points,  # the first seed's point (its decomposition)
+        "seed_histories": curves,  # every seed's curves
         "per_seed": per_seed,
         "measured": _measured(per_seed, points, config, data, baseline),
     }
@@ -274,4 +276,6 @@ def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``shuffle_training.png`` (D_LR and accuracy vs epoch), ``shuffle_features.png``."""
-    return common.plot_points(results["points"], run_dir, "shuffle", "label shuffling")
+    return common.plot_points(
+        results["points"], run_dir, "shuffle", "label shuffling", results.get("seed_histories")
+    )

@@ -134,7 +134,7 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
     data = common.load_data(config, "resnet18")
     seeds = _training.seed_list(config)
-    points, per_seed, by_suffix = {}, {}, {}
+    points, per_seed, by_suffix, curves = {}, {}, {}, {}
     for lr in config.lrs:
         tc = common.train_config(config, len(data.x_train), lr=lr)
         label = f"lr={common.tag(lr)}"
@@ -145,7 +145,8 @@ def run(config: Config, run_dir: Path) -> dict:
         per_seed[label] = [_compact(r) for r in runs]
         stable = [r for r in runs if not r.get("diverged")]
         if stable:
-            points[label] = stable[0]  # the curves of the first stable seed
+            points[label] = stable[0]  # the first stable seed's point (its decomposition)
+            curves[label] = common.seed_curves(stable)
         by_suffix[f"_lr{common.tag(lr)}"] = common.seed_mean(runs)
     means = {lr: by_suffix[f"_lr{common.tag(lr)}"] for lr in config.lrs}
     summary = common.grid_summary(by_suffix)
@@ -170,6 +171,7 @@ def run(config: Config, run_dir: Path) -> dict:
     return {
         "summary": summary,
         "points": points,
+        "seed_histories": curves,
         "per_seed": per_seed,
         "lrs": list(config.lrs),
         "measured": _measured(per_seed, config, data, baseline),
@@ -372,4 +374,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     paths = [save_figure(fig, Path(run_dir) / "lr_sweep.png")]
     if not results["points"]:
         return paths
-    return paths + common.plot_points(results["points"], run_dir, "lr", "ResNet18 lr sweep")
+    return paths + common.plot_points(
+        results["points"], run_dir, "lr", "ResNet18 lr sweep", results.get("seed_histories")
+    )

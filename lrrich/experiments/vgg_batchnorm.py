@@ -126,7 +126,7 @@ def run(config: Config, run_dir: Path) -> dict:
     data = common.load_data(config, "vgg16")
     tc = common.train_config(config, len(data.x_train))
     seeds = _training.seed_list(config)
-    points, per_seed, by_suffix, baseline = {}, {}, {}, {}
+    points, per_seed, by_suffix, baseline, curves = {}, {}, {}, {}, {}
     head = None if config.head == "cifar" else config.head
     extra = {"init": config.init} | ({"head": head} if head else {})
     for bn in config.batch_norm:
@@ -153,7 +153,8 @@ def run(config: Config, run_dir: Path) -> dict:
             )
             runs.append(res | _first_fit(res["history"], config.fit_accuracy))
         name = "with BN" if bn else "without BN"
-        points[name] = runs[0]  # the curves of the first seed
+        points[name] = runs[0]  # the first seed's point (its decomposition)
+        curves[name] = common.seed_curves(runs)
         per_seed[name] = [{k: v for k, v in r.items() if k not in _CURVES} for r in runs]
         by_suffix[f"_{label}"] = common.seed_mean(runs) | {
             "fit_epoch": _nan_mean([r["fit_epoch"] for r in runs])
@@ -165,6 +166,7 @@ def run(config: Config, run_dir: Path) -> dict:
     return {
         "summary": summary,
         "points": points,
+        "seed_histories": curves,
         "per_seed": per_seed,
         "measured": _measured(per_seed, config, data, baseline)
         if set(per_seed) == {"without BN", "with BN"}
@@ -289,4 +291,6 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``vgg_training.png`` (D_LR and accuracy vs epoch), ``vgg_features.png``."""
-    return common.plot_points(results["points"], run_dir, "vgg", "VGG16 ± BatchNorm")
+    return common.plot_points(
+        results["points"], run_dir, "vgg", "VGG16 ± BatchNorm", results.get("seed_histories")
+    )

@@ -76,6 +76,8 @@ def test_tiny_run_writes_results_figures_report(name, tmp_path):
     assert all(len(v) == n_seeds for v in m["values"].values())
     rows = res["comparison"]
     assert all(r["verdict"] in VERDICTS for r in rows)
+    if "seed_histories" in res:  # the training figure draws every seed
+        assert all(len(h) == n_seeds for h in res["seed_histories"].values())
     if name == "label-shuffling":
         assert set(exp.paper) <= set(s)
         # fully shuffled labels carry no information about the (untouched) test labels

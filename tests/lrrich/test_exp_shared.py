@@ -148,3 +148,38 @@ def test_training_defaults_are_train_configs():
     for f in dataclasses.fields(_training.Training):
         if f.name != "seed":
             assert f.default == getattr(base, f.name), f.name
+
+
+def test_training_figure_draws_every_seed_as_a_band(tmp_path, monkeypatch):
+    from lrrich import io as lrrich_io
+
+    figures = []
+    save = lrrich_io.save_figure
+    monkeypatch.setattr(
+        lrrich_io, "save_figure", lambda fig, path: figures.append(fig) or save(fig, path)
+    )
+
+    def history(shift):
+        return {
+            "epoch": [0, 1, 2],
+            "loss": [None, 0.5 + shift, 0.2 + shift],
+            "train_acc": [0.1, 0.8, 0.99],
+            "test_acc": [0.1, 0.7, 0.9 - shift],
+            "dlr_train": [0.6, 0.3, 0.1],
+            "dlr_test": [0.6, 0.35 + shift, 0.2 + shift],
+        }
+
+    seeds = [history(0.0), history(0.05), history(0.1)]
+    paths = common.plot_points({"a": {"history": seeds[0]}}, tmp_path, "t", "title", {"a": seeds})
+    assert [p.name for p in paths] == ["t_training.png"] and paths[0].stat().st_size > 0
+    dlr_ax = figures[0].axes[0]
+    (band, *_) = dlr_ax.collections  # the range over the three seeds
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert min(ys) == pytest.approx(0.2) and max(ys) == pytest.approx(0.6)
+    mean = dlr_ax.lines[0].get_ydata()
+    assert list(mean) == pytest.approx([0.6, 0.4, 0.25])  # the seed mean
+    assert dlr_ax.get_legend_handles_labels()[1][0] == "a (3 seeds)"
+    # one run: a line, no band
+    figures.clear()
+    common.plot_points({"a": {"history": seeds[0]}}, tmp_path, "u", "title")
+    assert not figures[0].axes[0].collections
