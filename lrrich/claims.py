@@ -318,6 +318,8 @@ class Claim:
       seeds: seeds needed for a decision (rule 4; ≥ 5 where an ordering decides).
       dlr: the fields that are D_LR values (their at-init baseline and reference are shown).
       note: a deviation from the paper's protocol or a reading to disclose beside the verdict.
+      exact: the claim reads one exact computation (a closed form) even in a record of seeds,
+        e.g. a run that checks closed forms beside a trained network (rule 4).
     """
 
     key: str
@@ -331,6 +333,7 @@ class Claim:
     seeds: int = MIN_SEEDS
     dlr: tuple[str, ...] = ()
     note: str = ""
+    exact: bool = False
 
     def __post_init__(self):
         if self.split not in ("test", "train", "exact", "test and train"):
@@ -425,7 +428,7 @@ def judge(claim: Claim, record: Mapping) -> dict | None:
         return None
     values = {f: _floats(vals[f]) for f in claim.fields()}
     n = len(next(iter(values.values())))
-    exact = bool(record.get("exact"))
+    exact = bool(record.get("exact")) or claim.exact
     seeds = list(record.get("seeds") or range(n))
     row = _declaration(claim, record, values, n, exact)
     verdict, reason, deciding, test = _verdict(claim, values, n, exact, seeds, row)

@@ -200,7 +200,7 @@ CLAIMS = (
         "exact",
         Value("diagonal_max_error", 0.0, "closed_form"),
         paper="agree (exact solution)",
-        seeds=1,
+        exact=True,
         note=_EXACT,
     ),
     Claim(
@@ -213,7 +213,7 @@ CLAIMS = (
         "exact",
         Value("saxe_max_error", 0.0, "closed_form"),
         paper="agree (exact solution)",
-        seeds=1,
+        exact=True,
         note=_EXACT,
     ),
     Claim(

@@ -160,3 +160,14 @@ def test_rf_reference_is_the_closed_form():
     assert C.rf_reference(20, 32, 97)["rank"] == 19  # capped at min(n − 1, p)
     with pytest.raises(ValueError, match="rank_source"):
         C.rf_reference(10, 4, 2, rank_source="guess")
+
+
+def test_an_exact_claim_in_a_record_of_seeds():
+    # a closed form checked beside one trained seed: the closed form is one exact computation
+    rec = C.measured({"err": [7e-11], "dlr": [0.16]})
+    exact = C.Claim(
+        "e", "T Eq 3.9", "'exact'", "error", "exact", C.Value("err", 0, "closed_form"), exact=True
+    )
+    assert C.judge(exact, rec)["verdict"] == "reproduced"
+    assert "one exact computation" in C.judge(exact, rec)["reason"]
+    assert _verdict(C.Below("dlr", 0.5), dlr=[0.16]) == "inconclusive"  # the seed is no exact value
