@@ -16,15 +16,16 @@ the transformer on a / b mod 97 with teddykoker/grokking's CE (AdamW λ = 1), wh
 single-seed probe saw the logits' D_LR rise 0.36 → 0.58 while it grokked.
 
 Command: ``lrrich run cross-entropy --out runs/cross-entropy`` (3 seeds × CE and MSE, 20 epochs).
-Runtime: 3 min 37 s wall, 36 s CPU on the 2-core CPU at a load of ~20. ``--scale grokking``
-(CE only, 2,000 transformer steps per seed): three seeds (the default) 27 min wall at a load of
-4–8; one seed (``--set seeds=1``) 3 min 48 s CPU, 33 min wall at a load of 20–27; ``--scale paper`` (ResNet18, k = 64, CIFAR-10) is an accelerator run.
+Runtime: ``lrrich list`` shows the recorded small-scale run's wall time and machine.
+``--scale grokking`` (CE only, 2,000 transformer steps per seed) takes about ten times as long;
+``--set seeds=1`` for a quicker look. ``--scale paper`` (ResNet18, k = 64, CIFAR-10) is an
+accelerator run.
 Expected (seeds 0–2, mean ± std): test accuracy CE 93.5 %, MSE 95.8 %; test D_LR from init to
 the end on the logits 0.584 ± 0.033 → 0.246 ± 0.001, centred logits 0.597 → 0.241,
 probabilities 0.598 → 0.448 ± 0.005, against the MSE control's 0.144 ± 0.006: every choice
 falls, none reaches the MSE reading (random features at n = 1,000, p = 256, r = 10 / 9:
 0.824 / 0.833). softmax(z/τ) reads 0.47 at τ = 0.03 and 0.24 at τ = 100.
-Grokking (seeds 0–2, 3 × 2,000 steps in one program: 27 min wall at a load of 4–8): the logits'
+Grokking (seeds 0–2, 3 × 2,000 steps in one program): the logits'
 D_LR falls while the transformer memorises (0.43–0.46 → 0.29–0.32 at step 500), then rises with
 the test accuracy — 0.645 / 0.573 / 0.388 at the end for 97.0 / 72.6 / 11.1 % test accuracy;
 probabilities 0.72–0.74 in every seed (random features at p = 128, r = 96: 0.146). The
@@ -49,7 +50,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "cross-entropy"
-RUNTIME = "36 s CPU"  # small-scale `lrrich run` on the 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
 PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
 TASKS = ("image", "modular")

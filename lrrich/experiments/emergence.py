@@ -12,7 +12,8 @@ Command (CPU, reduced scale)::
 
     lrrich run emergence --out runs/emergence
 
-Runtime: 4 min 55 s wall, 8.2 min CPU on the idle 2-core CPU.
+Runtime: minutes on a CPU (a resumed run only trains the panels not yet cached); ``lrrich
+list`` shows the recorded run's wall time and machine.
 Expected (calibrated on the mean curve of seeds 0 and 1; ``summary``): 𝓑² = 1/25.7, D_c = 708,
 N_c = 6.75 against the thesis's 1/22, 800 and 4 (the best-fit ceiling gives 3.19); the n_s = 5
 steps to R_k/S = 1/2, network vs model, 900/1000, 2800/2900, 5900/5500, 10000/8700,
@@ -57,7 +58,6 @@ from nets.step import Batch, Program, build, run_batches
 from sims import emergence as em
 
 NAME = "emergence"
-RUNTIME = "4.9 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
 PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
 

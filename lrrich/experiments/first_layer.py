@@ -20,7 +20,8 @@ S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) on the test set (D §4, :func:`metric
 Command: ``lrrich run first-layer --out runs/first-layer`` (mnist5k: 4,000 real MNIST training
 digits, 1,000 test; width 256; Adam lr 1e-3; 30 epochs = 930 steps; 5 seeds, since the claims
 are orderings and an ordering asks for five, ``lrrich.claims``).
-Runtime: 15 runs (3 programs of 5 seeds); about a minute of CPU on the 2-core CPU.
+Runtime: 15 runs (3 programs of 5 seeds); ``lrrich list`` shows the recorded run's wall time
+and machine.
 Expected (seeds 0-2 of the first run, mean ± std): test D_LR first-only 0.333 ± 0.014 <
 last-only 0.484 ± 0.005 in every seed; all layers 0.339 ± 0.005; at initialisation the fitted
 readout of the same features reads the at-init baseline of the record; random features at
@@ -44,7 +45,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _paper_d, _training
 
 NAME = "first-layer"
-RUNTIME = "8.6 min"  # small-scale `lrrich run` at a load of 15-20 (48 s CPU; < 1 min idle)
 DESCRIPTION = "P §6.2: two-layer ReLU net, first layer only vs last layer only (lazy) vs all"
 REGIMES = ("first", "last", "all")
 """The trained parameters: W₁ only, W₂ only (random features), both."""

@@ -35,7 +35,8 @@ Choices where T is silent: the last partial batch (full batches of 128, as many 
 PyTorch's epochs: ``_training.paper_steps``); inputs are the raw [0, 1] pixels (T: "flattened
 (vectorized) MNIST", no normalisation stated); initialisation: LeCun-normal weights × w
 (T's words) and zero biases; D_LR is read on the test images.
-Runtime: 18 min wall, 7.0 min CPU on the 2-core CPU under a load of 10–16.
+Runtime: five variants × 8,000 steps, among the longer small-scale runs; ``lrrich list`` shows
+the recorded run's wall time and machine once one is recorded.
 Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and
 groks at 7,800 (delay 7,700 steps); weight / input / output downscaling generalise as they fit
 (delay 0 / 0 / 200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the
@@ -60,7 +61,6 @@ from lrrich.experiments import _training
 from lrrich.experiments._training import StepTraining, first_step
 
 NAME = "grokking-mlp"
-RUNTIME = "7.0 min CPU"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "T §6.4.3 Table 6.1 / Fig 6.5: grokking in a 4-layer tanh MLP removed by raising γ₊ "
     "(weight, target, input, output scale)"

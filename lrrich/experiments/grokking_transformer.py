@@ -13,7 +13,7 @@ Command (CPU default, p = 97, S = 10, 5,000 steps)::
 
     lrrich run grokking-transformer --out runs/grokking
 
-Runtime: 5 min 42 s wall on the idle 2-core CPU (0.062 s per step, 4.1 % of the time logging).
+Runtime: ``lrrich list`` shows the recorded run's wall time and machine (about 4 % of it logging).
 Expected (seed 0, float64): test accuracy 1.1 % at step 200 → 95.7 % at 5,000 (train 98 %);
 test D_LR 0.82 → 0.14 (paper 0.51 → 0.11), in two stages — leaving the
 class-mean plateau (steps 200–400), then grokking; D_eff(ρ) 19 → 88.
@@ -55,7 +55,6 @@ from lrrich.experiments._image_runs import init_baseline
 from lrrich.experiments._training import StepTraining, first_step, paper_steps, train_config
 
 NAME = "grokking-transformer"
-RUNTIME = "5.7 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "D Fig 4: 2-layer transformer groks mod-p division; D_LR drops across it"
 PAPER = {
     "dlr_before": 0.51,

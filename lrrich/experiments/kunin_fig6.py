@@ -19,8 +19,8 @@ Each panel is one claim (``CLAIMS``): K's ordering upstream > balanced > downstr
 distance, RHM accuracy; for smoothness upstream < balanced < downstream) over the seeds.
 
 Command: ``lrrich run kunin-fig6`` (α = 0.1, 1, 10; 3 seeds; LeNet-5 on the 4,000 mnist5k
-digits for 4 Adam epochs; RHM sizes 1,000–8,000, 1,200 SGD steps each). Runtime: 5 min 41 s
-wall, 94 s CPU at load average 20–22 on the shared 2-core machine. ``--scale paper`` is K's
+digits for 4 Adam epochs; RHM sizes 1,000–8,000, 1,200 SGD steps each). Runtime: ``lrrich
+list`` shows the recorded run's wall time and machine. ``--scale paper`` is K's
 setting (LeNet-5 on full MNIST for 500 epochs at lr 1e-4, batch 512; RHM α ∈ {0.03 … 10}, sizes
 up to 64,000, 6 seeds) for an accelerator.
 Expected (seeds 0 / 1 / 2, α = 10 / 1 / 0.1): Hamming distance 0.49 / 0.34 / 0.32 upstream,
@@ -46,7 +46,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "kunin-fig6"
-RUNTIME = "1.6 min CPU"  # small-scale `lrrich run` on a 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "K Fig 6(a-c): layer balance alpha vs activation-pattern change (LeNet-5), first-layer "
     "filter smoothness, RHM sample complexity"

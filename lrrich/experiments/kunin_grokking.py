@@ -20,10 +20,11 @@ Two models (``Config.model``):
 
 Command: ``lrrich run kunin-grokking --out runs/kunin-grokking`` (small: MLP, p = 97, the grid's
 corners α ∈ {1, 10} × τ ∈ {0.5, 1.5} — the points the two claims read — three seeds,
-6,000 AdamW steps each; 6.1 min CPU, 11 min 48 s wall on the 2-core machine shared at a load of
-~25). Paper scale (an accelerator): ``lrrich run kunin-grokking --scale paper`` (transformer,
-5 × 5 grid, 5 seeds, 30,000 steps). ``--set alphas=0.1,1,10 --set taus=0.5,1,1.5 --set
-n_seeds=1`` is the earlier one-seed 3 × 3 grid (2.3 min CPU).
+6,000 AdamW steps each: minutes on a CPU; ``lrrich list`` shows the wall time and machine of a
+recorded run). Paper scale (an accelerator): ``lrrich run kunin-grokking --scale paper``
+(transformer, 5 × 5 grid, 5 seeds, 30,000 steps). ``--set alphas=0.1,1,10 --set
+taus=0.5,1,1.5 --set n_seeds=1`` is the earlier one-seed 3 × 3 grid (about a third of the small
+scale).
 Expected (small, seeds 0 / 1 / 2): every run fits (t_fit 450–500 steps at τ = 0.5, 1,650–1,900
 at τ = 1.5); the test accuracy then jumps from ~1 % to 99 % (grokking) at t_gen 1,200 / 1,250 /
 1,200 steps for α = 10, τ = 0.5 and 1,450 / 1,300 / 1,300 for α = 1, τ = 0.5, while at τ = 1.5
@@ -31,10 +32,10 @@ only one run of six (α = 1, seed 2: 5,850) groks within the 6,000 steps: τ = 0
 1,283 ± 38 steps against ≥ 5,975 ± 43 at τ = 1.5 (runs beyond the budget counted at it), and
 α = 10 in 1,217 ± 29 against 1,350 ± 87 for α = 1 at τ = 0.5 (gaps of 250 / 50 / 100 steps,
 one to five log intervals). Five seeds (``--set n_seeds=5``, the count the α ordering asks
-for; 10 min wall at a load of ~8): α = 10 in 1,240 ± 42 against 1,350 ± 71 steps (gaps 250 / 100
-/ 0 / 150 / 50), τ = 0.5 in 1,295 ± 33 against ≥ 5,970 ± 67. The multithreaded CPU reductions
-move single grokking times by one log interval between runs of the same seed. The verdicts:
-``CLAIMS``, judged in ``docs/experiments.md``.
+for): α = 10 in 1,240 ± 42 against 1,350 ± 71 steps (gaps 250 / 100 / 0 / 150 / 50), τ = 0.5
+in 1,295 ± 33 against ≥ 5,970 ± 67. The multithreaded CPU reductions move single grokking times
+by one log interval between runs of the same seed. The verdicts: ``CLAIMS``, judged in
+``docs/experiments.md``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from lrrich.experiments import _training
 from lrrich.experiments._training import StepTraining
 
 NAME = "kunin-grokking"
-RUNTIME = "6.1 min CPU"  # small-scale `lrrich run`, 3 seeds ("CPU": CPU time; load ~25)
 DESCRIPTION = (
     "K App. D.3 / Fig 12: steps to grok on modular division over embedding balance α "
     "and output scale τ"

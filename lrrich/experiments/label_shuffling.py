@@ -41,9 +41,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "label-shuffling"
-# small-scale `lrrich run` ("CPU": CPU time): 3 seeds stepped one after another in one program,
-# 3 × the 1.8 min CPU measured for one seed
-RUNTIME = "~5.4 min CPU"
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER_WEIGHT_DECAY = 1e-3
 """The weight decay of the paper's ResNet18 runs (T §2.4; D's table lost its value)."""
@@ -72,8 +69,8 @@ class Config(common.ImageTraining, _training.Seeds):
     training accuracy on the default 2,000 shuffled images: ``docs/findings/label_shuffling.md``);
     a k = 4 ResNet18 that does is ``--scale conv``. **Deviation:** ``--scale conv`` keeps the
     small scale's weight decay 0 where T §2.4 trains ResNet18 with 1e-3 (its measured results
-    are at 0; the effect of 1e-3 is not yet measured: ``--set weight_decay=1e-3``, ~10 min
-    idle, did not fit the CPU budget — ``docs/findings/label_shuffling.md``). Inputs are the
+    are at 0; the effect of 1e-3 is not yet measured: ``--set weight_decay=1e-3`` did
+    not fit the CPU budget — ``docs/findings/label_shuffling.md``). Inputs are the
     raw [0, 1] pixels at the small scales (``normalize='none'``) and standardised per channel at
     paper scale (``'channel'``, D App. F.4.2); the effect of the choice is measured in
     ``docs/findings/label_shuffling.md``. Seeds: ``seeds`` networks per fraction (initialisation
@@ -105,7 +102,7 @@ class Config(common.ImageTraining, _training.Seeds):
 SCALES = {
     "small": Config(),
     # a conv net that memorises shuffled labels on the CPU: ResNet18 k = 4 on 512 images
-    # (2,400 steps per fraction, ~5 min each on the idle 2-core CPU)
+    # (2,400 steps per fraction)
     "conv": Config(
         model="resnet18",
         width=4,

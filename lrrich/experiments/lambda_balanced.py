@@ -14,7 +14,8 @@ Reproduces the position paper's §6.1 / App. G (Theorem G.2, Figure 6a) with the
    (the size of the balanced part of the weights); the paper's exact definition was lost in
    extraction.
 
-Command: ``lrrich run lambda-balanced --out runs/lb`` (21 s on the idle 2-core CPU).
+Command: ``lrrich run lambda-balanced --out runs/lb`` (under a minute on a CPU; ``lrrich list``
+shows the recorded run's wall time and machine).
 Expected: S ≈ 0.27 along λ = 0 at every absolute scale (rich), S < 0.01 where |λ| ≫ scale² (lazy),
 and gradient descent within 3.6e-3 of the closed form (the O(lr) discretisation error).
 """
@@ -34,7 +35,6 @@ from sims import lambda_balanced as lb
 from sims import simulate
 
 NAME = "lambda-balanced"
-RUNTIME = "21 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "P §6.1/App. G: sigmoidal→exponential modes as λ grows; NTK phase diagram"
 PAPER = {"figure": "position paper Figure 6(a)", "rich region": "small |λ| (balanced layers)"}
 

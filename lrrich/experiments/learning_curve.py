@@ -15,10 +15,10 @@ weight_decays=0,0.0001,0.0005,0.001``.
 
 Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
 class-balanced subsets of the 4,000 real mnist5k training images, 14 networks per seed, seeds
-0–2 by default; one seed took 6.9 min wall, 2.6 min CPU on the 2-core CPU under a load of ~10,
-three take about 3× the CPU). ``--scale conv``: LeNet-5, 5 min idle per seed; ``--scale
-resnet``: ResNet18 with k = 4, 43 min per seed; ``--scale fcn``: T Fig 7.6's FCN (width 512,
-three hidden layers, weight decay 1e-3).
+0–2 by default, one after another, so three take about three times one; ``lrrich list`` shows
+the wall time and machine of a recorded run). ``--scale conv``: LeNet-5, minutes per seed;
+``--scale resnet``: ResNet18 with k = 4, roughly ten times LeNet-5's time; ``--scale fcn``:
+T Fig 7.6's FCN (width 512, three hidden layers, weight decay 1e-3).
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
 flat from n = 100 (no critical n), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
 test D_LR 0.359 → 0.181, falling steadily; ResNet18 test D_LR 0.190 →
@@ -41,9 +41,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "learning-curve"
-# small-scale `lrrich run` ("CPU": CPU time): 3 seeds stepped one after another in one program,
-# 3 × the 2.6 min CPU measured for one seed (6.9 min wall at load ~10)
-RUNTIME = "~8 min CPU"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
 PAPER = {
     "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
@@ -105,10 +102,9 @@ class Config(common.ImageTraining, _training.Seeds):
 SCALES = {
     "small": Config(),
     # the same protocol with a conv net: LeNet-5 at the paper's ResNet18 learning rate 0.05
-    # (5 min 03 s wall on the 2-core CPU, ~7 ms per step at batch 128)
     "conv": Config(model="lenet5", lr=0.05),
     # the paper's model at k = 4 with mf-regime's protocol (60 epochs at n = 4,000, 1,860 steps
-    # per network, lr × 0.2 every 18 epochs): ~3 min per network, 43 min on the 2-core CPU
+    # per network, lr × 0.2 every 18 epochs)
     "resnet": Config(model="resnet18", width=4, lr=0.05, epochs=60, step_every_epochs=18),
     # T Fig 7.6's FCN on MNIST: width 512, 4 weight layers, weight decay 1e-3
     "fcn": Config(width=512, depth=3, weight_decays=(1e-3,)),

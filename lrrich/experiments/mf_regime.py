@@ -15,7 +15,7 @@ Command: ``lrrich run mf-regime --out runs/mf`` (small: ResNet18 with k = 4 and 
 Paper rows: ``--scale paper`` (MNIST, k = 64), ``--scale paper-cifar10``, ``--scale
 paper-cifar100`` (the ``[data]`` extra and an accelerator).
 
-Runtime: 5 min 24 s wall on the idle 2-core CPU (0.11 s per ResNet18 step, 0.05 s per VGG16 step).
+Runtime: minutes on a CPU; ``lrrich list`` shows the wall time and machine of a recorded run.
 Expected (seed 0): both networks in the MF regime — ResNet18 D_eff(ρ) 10.0,
 D_eff(Q̂) 11.4, D_LR 0.067, test 97.5 %; VGG16 (BN) 11.3, 11.8, 0.059, test 96.7 %; D_LR 3–15×
 the thesis's.
@@ -56,7 +56,6 @@ from lrrich.claims import (
 from lrrich.experiments import _image_runs as common
 
 NAME = "mf-regime"
-RUNTIME = "5.4 min"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "T Table 2.2: ResNet18 / VGG16 in the MF regime (D_eff(rho) = D_eff(Q) = C, D_LR < 0.1)"
 )

@@ -20,12 +20,11 @@ epochs)). The paper's setting is an accelerator run (``--scale paper``). The pap
 its schedule: T §2.4 trains 600 epochs at a constant rate, D App. F.4 400 epochs with the rate
 × 0.2 every 60; ``--scale paper`` follows T (whose Table 2.2 value is compared), and ``--set
 epochs=400 --set schedule=step`` is D's protocol (the Config docstring says more).
-Runtime: 3 seeds 28 min wall idle (the three rates of one seed: 9 min 24 s wall, 17.6 min CPU
-on the idle 2-core CPU, 0.11 s per step); ``--set seeds=1`` for a quick look.
-``--scale past-0.2`` (rates 0.2 / 0.4 / 0.8 / 1.6, 50 epochs on mnist5k; one seed 56 min wall,
-7.8 min CPU at a load of 8-33) and ``--scale width16`` (k = 16 at lr 0.05, 50 epochs; one seed
-13 min 27 s wall, 6.6 min CPU at a load of ~10; ``--set width=4`` is its k = 4 comparison, 2.4
-min CPU) are the deciding runs of the findings; with 3 seeds both are slow on a CPU.
+Runtime: tens of minutes on a CPU, each seed (its three rates) about a third of it; ``--set
+seeds=1`` for a quick look; ``lrrich list`` shows the wall time and machine of a recorded run.
+``--scale past-0.2`` (rates 0.2 / 0.4 / 0.8 / 1.6, 50 epochs on mnist5k) and
+``--scale width16`` (k = 16 at lr 0.05, 50 epochs; ``--set width=4`` is its k = 4 comparison)
+are the deciding runs of the findings; with 3 seeds both are slow on a CPU.
 Expected (seed 0; lr 0.005 / 0.05 / 0.2): test D_LR 0.31 / 0.114 / 0.113, test accuracy 67.3 /
 75.9 / 77.7 % — the smallest lr the laziest and the worst; lr 0.2, not 0.05, the richest and
 the best; D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂)
@@ -61,7 +60,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "resnet-lr"
-RUNTIME = "28 min"  # small-scale `lrrich run` (3 seeds) on an idle 2-core CPU; 9.4 min per seed
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
     "dlr_lr0.005": 0.053,

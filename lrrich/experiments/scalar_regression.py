@@ -9,8 +9,8 @@ on the training images, T Alg. 1): D_LR (D Eq. 7, C = 1: the centred outputs hav
 adjusted D_eff(ρ) = 1 + D_eff(ρ₂, …, ρ_p) (D Eq. 9, T Eq. 2.6) and D_eff(Q̂) of the
 utilization (T Eq. 2.5); "two features" is D_eff ≈ 2 (the constant e₁ and one more).
 
-Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks; 3 min 01 s wall, 54 s CPU at
-load ~27 on the 2-core CPU). ``--scale paper`` is D's setting (ResNet18 k = 64 on the full
+Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks; ``lrrich list`` shows the
+recorded run's wall time and machine). ``--scale paper`` is D's setting (ResNet18 k = 64 on the full
 MNIST, SGD 0.9, lr 0.05, 200 epochs, ×0.2 every 60; an accelerator run).
 
 Expected (seeds 0 / 1 / 2): regression test D_LR 0.0003 / 0.0002 / 0.0028 (random features
@@ -34,7 +34,6 @@ from lrrich.experiments import _paper_d, _training
 
 NAME = "scalar-regression"
 DESCRIPTION = "D Fig 12 / T Fig 3.6: scalar-output MNIST regression, D_LR and D_eff = 2, 3 seeds"
-RUNTIME = "3 min"  # 3 seeds x 2 networks, wall, 2-core CPU at load ~27 (54 s CPU)
 PAPER = {"d_eff_regression": 2.0, "d_eff_classification": 10.0}
 
 

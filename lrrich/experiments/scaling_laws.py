@@ -5,7 +5,7 @@ are fitted in log-log over stated windows; the fitted exponents are compared wit
 −α/(α+1) (time), −α/(α+1) (data), −α (parameters), −α/(α+2) (compute). Fig C.1 compares a
 finite-N time curve (N = 50,000, α = 0.1) with the plain and the finite-N-corrected law (Eq C.2).
 
-Command (CPU, 38 s on 2 idle cores)::
+Command (CPU; ``lrrich list`` shows the recorded run's wall time and machine)::
 
     lrrich run scaling-laws --out runs/scaling-laws
 
@@ -28,7 +28,6 @@ from lrrich.claims import TOLERANCES, Claim, Less, Value, measured
 from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
-RUNTIME = "38 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = "T Fig 4.2-4.3, C.1: multilinear-model scaling laws in T, D, N, C vs Table 4.1"
 PAPER = {"exponents": "time/data -a/(a+1), params -a, compute -a/(a+2)"}
 

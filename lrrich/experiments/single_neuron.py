@@ -7,7 +7,7 @@ Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ,
 (n = 1, d = 2): the interpolant the flow reaches as δ varies, against the closed form of K Eq. 72
 and the convex program of K Theorem 3.1.
 
-Command (CPU, 15 s on 2 idle cores)::
+Command (CPU, under a minute; ``lrrich list`` shows the recorded run's wall time and machine)::
 
     lrrich run kunin-single-neuron --out runs/kunin-single-neuron
 
@@ -32,7 +32,6 @@ from sims import gradient_flow
 from sims import single_neuron as sn
 
 NAME = "kunin-single-neuron"
-RUNTIME = "15 s"  # small-scale `lrrich run` on an idle 2-core CPU ("CPU": CPU time)
 DESCRIPTION = (
     "K Fig 3-4: single neuron mu, phi, S(0,t) and beta paths vs delta; implicit bias (Eq 72)"
 )

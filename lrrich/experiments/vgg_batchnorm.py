@@ -14,13 +14,14 @@ sets one per run, e.g. ``lrrich sweep vgg-batchnorm --grid batch_norm=false,true
 
 Command: ``lrrich run vgg-batchnorm --out runs/vgg`` (small: VGG16 of width 4 on 1,024 real
 Fashion-MNIST images zero-padded to 32×32, 2 × 240 steps per seed, 3 seeds).
-Runtime: one seed 55 s wall, 1.5 min CPU on the idle 2-core CPU; 3 seeds about 3 min.
-``--scale fit`` (T's lr 0.01, 300 epochs = 2,400 steps per network, mnist5k) is the deciding run
-of the findings: about 9 min per seed idle (2 × 2,400 steps at 0.11 s), 40 min per seed at a
-load of 25; with it the network without BN fits only 52.8 % of its training set by epoch 300
-(seed 0). On a GPU with ``--set epochs=1000`` (3 seeds, ~3 min per point on an H200) only seed 0
-without BN passes 94 % (epoch 600, test D_LR 0.254 against 0.157–0.185 with BN at epoch 90):
-the seeds split, so the comparison at equal fit stays undecided.
+Runtime: minutes on a CPU, about a third of it per seed; ``lrrich list`` shows the wall time
+and machine of a recorded run. ``--scale fit`` (T's lr 0.01, 300 epochs = 2,400 steps per
+network, mnist5k) is the deciding run of the findings: about ten times the small scale per seed
+(2 × 2,400 steps against 2 × 240); with it the network without BN fits only 52.8 % of its
+training set by epoch 300 (seed 0). On a GPU with ``--set epochs=1000`` (3 seeds, ~3 min per
+point on an H200) only seed 0 without BN passes 94 % (epoch 600, test D_LR 0.254 against
+0.157–0.185 with BN at epoch 90): the seeds split, so the comparison at equal fit stays
+undecided.
 Expected (seed 0; without / with BN): test D_LR 0.50 / 0.187, test accuracy 40.3 / 68.6 %,
 D_eff(ρ) 3.4 / 12.6, D_eff(Q̂) 15.8 / 12.4 (C = 10), neither in the MF regime (D_LR < 0.1)
 yet; training accuracy 40 / 88 %: the network without BN does not fit at 30 epochs.
@@ -40,7 +41,6 @@ from lrrich.experiments import _image_runs as common
 from lrrich.experiments import _training
 
 NAME = "vgg-batchnorm"
-RUNTIME = "3 min"  # small-scale `lrrich run` (3 seeds) on an idle 2-core CPU; 55 s per seed
 DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
 FIT_EPOCHS = 300
 """Epochs of the ``fit`` preset (2,400 steps at lr 0.01 on 1,024 mnist5k images). Measured
