@@ -42,16 +42,12 @@ first, so it comes and goes between processes); 20,000 × 10: 75 vs 0.6 ms; one 
 point (forward + D_LR on train and test) 60 vs 0.74 ms. On an accelerator a single small run
 leaves the device idle and the vmapped program is where the gain lies.
 
-``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one) on the 2-core CPU
-while other jobs kept it at load 9–12 (2026-11-28, best of 7; the ratios move by ±50 % between
-runs at such load, so they show where the time goes, not whether a goal is met): before, R = 16
-took 830 ms = steps 254 + log points 232 + host 344 (R = 1: 116 = 48 + 28 + 41); the host part
-was 16 eager permutations per log interval, 16 × ~20 eager slices to unstack the models, and 16
-× ``nets.step.build`` (~10 ms each: nnx split/merge copies, eager ``hparams`` and optimizer
-init). With the permutation and the unstacking each one compiled dispatch, R = 16 took 599 ms =
-200 + 202 + 196. What is left above the ~2× of the FLOPs: the 16 builds (~100–160 ms, one
-stacked build would remove most) and the log points, which run one run after another on the CPU
-(the vmapped form deadlocks XLA:CPU here: ``nets.evaluate.batched_log_points``).
+``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one): where a warm
+stacked program's time goes — steps, log points and host (building and stacking the runs, the
+per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
+repeats, with the load average at the start and end (other jobs on the machine shift both sides).
+It prints the ratio R = 16 / R = 1 beside :data:`BEFORE_RATIO`, the ratio measured idle before the
+runs were built as one stacked build and each epoch's permutations computed once per epoch.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10]
     python benchmarks/bench_vmap_sweep.py --breakdown   # 16 tiny runs vs one: steps, log points, host
@@ -61,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
 
 import jax
@@ -70,6 +67,9 @@ from flax import nnx
 from nets import MLP, TrainConfig, load_digits, train, train_many
 
 SEEDS = (0, 1, 2, 3)
+#: --breakdown's R = 16 / R = 1 on an idle 2-core CPU before one stacked build per fit and one
+#: permutation per epoch (181 ms against 36 ms).
+BEFORE_RATIO = 5.0
 LRS = (0.02, 0.05, 0.1, 0.2)
 
 
@@ -154,6 +154,7 @@ def breakdown(repeats: int = 7) -> None:
         train(model, data, base, key=jax.random.key(0), progress=False)
         return time.perf_counter() - t0
 
+    load_before = os.getloadavg()[0]
     once(1, 0), once(16, 0), one_train(0)  # compile
     best = {1: (np.inf,) * 3, 16: (np.inf,) * 3}
     t_one = np.inf
@@ -173,8 +174,12 @@ def breakdown(repeats: int = 7) -> None:
     print(f"  one train() call: {t_one * 1e3:.1f} ms")
     print(
         f"  16 runs / one run: {best[16][0] / t_one:.2f}x against train(), "
-        f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x)"
+        f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
+        f"before: {BEFORE_RATIO:.1f}x idle)"
     )
+    load = f"{load_before:.1f} → {os.getloadavg()[0]:.1f}"
+    print(f"  1-minute load average {load} on {os.cpu_count()} cores", end="")
+    print("" if max(load_before, os.getloadavg()[0]) < 1 else " (not idle: ratios shift)")
 
 
 if __name__ == "__main__":

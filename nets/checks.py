@@ -92,7 +92,7 @@ def check_output_width(program, state, hp, data: Dataset) -> None:
     """
     try:
         _, outputs = jax.eval_shape(
-            lambda s, xs: forward(program, s, xs, hp), state, data.x_train[:1]
+            lambda s, h, xs: forward(program, s, xs, h), state, hp, data.x_train[:1]
         )
     except (TypeError, ValueError) as e:
         raise ValueError(

@@ -7,6 +7,15 @@ architecture as one ``jax.vmap``-ed program). The compiled work is :func:`nets.s
 and :func:`nets.evaluate.log_values` (a whole log point on device); the loop only decides when to
 call them, so Python runs at log and checkpoint points only.
 
+The call chain from :func:`train` to the step::
+
+    train(model, ...)              one run; train_many (nets.sweep) passes R runs
+    └─ fit(models, ...)            checks, builds the runs (nets.step.build / build_many), folders
+       └─ _loop(runs, ...)         per epoch: one permutation; per stop: log, checkpoint, divergence
+          └─ Runs.advance          one compiled scan per chunk of steps:
+             └─ nets.step.run_jit  (one run) / run_many (R runs, vmap) / run_each (R runs, lax.map)
+                └─ nets.step.run → run_batches (lax.scan) → nets.step.step
+
 Randomness is a pure function of ``key`` and the step: the data order of epoch e uses
 ``fold_in(data_key, e)``, the augmentation of step s ``fold_in(aug_key, s)``; dropout draws from
 the model's own RNG state, which is checkpointed. Hence resuming from a checkpoint reproduces the
@@ -58,6 +67,7 @@ from nets.step import (
     Program,
     TrainState,
     build,
+    build_many,
     epoch_order,
     forward,
     learning_rate,
@@ -203,6 +213,11 @@ _learning_rates = jax.jit(jax.vmap(learning_rate, in_axes=(None, 0, None)), stat
 
 def _unstack(tree: Any, i: int) -> Any:
     return jax.tree.map(lambda a: a[i], tree)
+
+
+def _run_shapes(tree: Any) -> Any:
+    """The shapes of one run of a stacked ``tree`` (for ``jax.eval_shape``; nothing is sliced)."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), tree)
 
 
 @jax.jit  # every run's slice in one dispatch (R × leaves eager slices cost ~2 ms a run)
@@ -352,26 +367,25 @@ def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) ->
         raise ValueError(
             f"batch_size={configs[0].batch_size} is not divisible by the {mesh.size} devices"
         )
-    built = [
-        build(m, c, num_classes=data.num_classes, steps_per_epoch=spe, total_steps=total, mesh=mesh)
-        for m, c in zip(models, configs, strict=True)
-    ]
-    program = built[0][0]
-    checks.check_output_width(*built[0], data)
-    for i, (p, _, _) in enumerate(built):
-        if p != program:
-            raise ValueError(_mismatch(program, p, i))
-    pairs = [jax.random.split(k) for k in keys]
+    clock = dict(num_classes=data.num_classes, steps_per_epoch=spe, total_steps=total)
     if not stacked:
-        (_, state, hp), (data_key, aug_key) = built[0], pairs[0]
+        program, state, hp = build(models[0], configs[0], mesh=mesh, **clock)
+        checks.check_output_width(program, state, hp, data)
+        data_key, aug_key = jax.random.split(keys[0])
         sharding = None
         if mesh is not None:
             sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "data"))
         return Runs(program, state, hp, data_key, aug_key, tuple(configs), False, sharding), spe
-    stack = lambda trees: jax.tree.map(lambda *a: jnp.stack(a), *trees)  # noqa: E731
-    state, hp = stack([b[1] for b in built]), stack([b[2] for b in built])
-    keys = jnp.stack(pairs)
+    program, state, hp, bad = build_many(models, configs, **clock)
+    if bad is not None:  # state and hp are run 0's alone
+        checks.check_output_width(program, state, hp, data)
+        raise ValueError(_mismatch(program, build(models[bad], configs[bad], **clock)[0], bad))
+    checks.check_output_width(program, *_run_shapes((state, hp)), data)
+    keys = _split_keys(jnp.stack(keys))
     return Runs(program, state, hp, keys[:, 0], keys[:, 1], tuple(configs), True), spe
+
+
+_split_keys = jax.jit(jax.vmap(jax.random.split))  # R data/augmentation key pairs, one dispatch
 
 
 # ----------------------------------------------------------------------------------- log points
@@ -442,9 +456,9 @@ def _logger(runs: Runs, data: Dataset, histories, logs, *, eval_size, metrics, m
     )
     chunk = min(EVAL_CHUNK, max(len(s[0]) for s in subsets))
     metric_fns = {"dlr": default_metric} if metrics is None else dict(metrics)
-    state, hp = runs.run(0)
+    state, hp = _run_shapes((runs.state, runs.hp)) if runs.stacked else (runs.state, runs.hp)
     f_struct, o_struct = jax.eval_shape(
-        lambda s, xs: forward(runs.program, s, xs, hp), state, subsets[0][0]
+        lambda s, h, xs: forward(runs.program, s, xs, h), state, hp, subsets[0][0]
     )
     traced, host = split_metrics(metric_fns, f_struct, o_struct)
     cache = frozen_features(runs.program, state)
@@ -530,9 +544,11 @@ def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, ba
     sums, count, step, first = np.zeros(R), 0, start, True
     if start == 0:
         logger.record(runs, 0, alive, sums, 0)
+    perm_epoch, perm = None, None
     while step < clock.total and alive.any():
         epoch, j = divmod(step, clock.steps_per_epoch)
-        perm = runs.order(epoch, clock.n, clock.steps_per_epoch, clock.batch)
+        if epoch != perm_epoch:  # one permutation per epoch, however many stops it has
+            perm_epoch, perm = epoch, runs.order(epoch, clock.n, clock.steps_per_epoch, clock.batch)
         t0 = time.perf_counter()
         chunks = []
         for length in clock.lengths(clock.next_stop(step) - step):
@@ -572,6 +588,64 @@ def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, ba
     live = np.flatnonzero(alive)
     if live.size and (not histories[live[0]].records or histories[live[0]].final["step"] != step):
         logger.record(runs, step, alive, sums, count)
+
+
+def _check_fit(models, data, configs, keys, run_dirs, stacked: bool, *, checkpoint: bool):
+    """``fit``'s per-run arguments as lists of one length (ValueError/TypeError otherwise)."""
+    checks.check_dataset(data)
+    models, configs, keys = list(models), list(configs), list(keys)
+    if not (len(models) == len(configs) == len(keys)) or not models:
+        raise ValueError(
+            f"models, configs and keys must have the same length ≥ 1, got {len(models)}, "
+            f"{len(configs)}, {len(keys)}"
+        )
+    for i, k in enumerate(keys):
+        checks.check_key(k, "key" if not stacked else f"keys[{i}]")
+    run_dirs = [None] * len(models) if run_dirs is None else [d and Path(d) for d in run_dirs]
+    if checkpoint and (len(models) > 1 or run_dirs[0] is None):
+        raise ValueError("checkpoint_every/resume need one run and a run_dir")
+    return models, configs, keys, run_dirs
+
+
+def _open_run_dirs(runs: Runs, run_dirs, models, data, keys, *, checkpoint_every, resume):
+    """Check and claim the run folders, restore a checkpoint: (start, checkpointer, histories, logs).
+
+    A folder holds one run (its identity is recorded); a fresh start begins a new
+    ``metrics.jsonl``, a resume keeps the records up to its checkpoint and restores
+    ``runs.state`` in place.
+    """
+    identities = [
+        None if d is None else rundir.run_identity(m, data, c, k)
+        for d, m, c, k in zip(run_dirs, models, runs.configs, keys, strict=True)
+    ]
+    for d, identity in zip(run_dirs, identities, strict=True):
+        if d is not None:
+            d.mkdir(parents=True, exist_ok=True)
+            rundir.check_folder(d, identity)
+    if checkpoint_every and not resume and rundir.has_checkpoints(run_dirs[0]):
+        raise ValueError(
+            f"{run_dirs[0]} already holds checkpoints of this run; pass resume=True to continue "
+            f"it, or delete {run_dirs[0] / rundir.CHECKPOINTS} to train it again from step 0"
+        )
+    start, ckpt = 0, None
+    if checkpoint_every or resume:
+        ckpt = Checkpointer(run_dirs[0] / rundir.CHECKPOINTS)
+        if resume and ckpt.latest_step() is not None:
+            sharding = jax.tree.leaves(runs.state)[0].sharding
+            start, state = ckpt.restore(runs.state)
+            runs.state = jax.device_put(state, sharding) if runs.program.mesh else state
+    for d, identity in zip(run_dirs, identities, strict=True):
+        if d is not None:
+            rundir.record(d, identity)
+    logs = [
+        JsonlLog(d / "metrics.jsonl", start or None) if d is not None else None for d in run_dirs
+    ]
+    histories = [
+        History(log.records() if log else [], steps=runs.program.total_steps,
+                resumed_from=start or None, runs_in_program=runs.size)
+        for log in logs
+    ]  # fmt: skip
+    return start, ckpt, histories, logs
 
 
 @one_blas_thread()
@@ -615,19 +689,10 @@ def fit(
       the program's). A run whose loss became non-finite has ``History.diverged`` set and stops
       being logged; the others go on.
     """
-    checks.check_dataset(data)
-    models, configs, keys = list(models), list(configs), list(keys)
-    if not (len(models) == len(configs) == len(keys)) or not models:
-        raise ValueError(
-            f"models, configs and keys must have the same length ≥ 1, got {len(models)}, "
-            f"{len(configs)}, {len(keys)}"
-        )
-    for i, k in enumerate(keys):
-        checks.check_key(k, "key" if not stacked else f"keys[{i}]")
+    models, configs, keys, run_dirs = _check_fit(
+        models, data, configs, keys, run_dirs, stacked, checkpoint=bool(checkpoint_every or resume)
+    )
     metric_splits = check_metric_splits(metric_splits)
-    run_dirs = [None] * len(models) if run_dirs is None else [d and Path(d) for d in run_dirs]
-    if (checkpoint_every or resume) and (len(models) > 1 or run_dirs[0] is None):
-        raise ValueError("checkpoint_every/resume need one run and a run_dir")
     runs, spe = _build_runs(models, data, configs, keys, stacked=stacked, mesh=mesh)
     runs.vectorize = vectorize
     total = runs.program.total_steps
@@ -638,42 +703,9 @@ def fit(
     if mesh is not None:
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         x, y, runs.state = jax.device_put((x, y, runs.state), replicated)
-    identities = [
-        None if d is None else rundir.run_identity(m, data, c, k)
-        for d, m, c, k in zip(run_dirs, models, configs, keys, strict=True)
-    ]
-    for d, identity in zip(run_dirs, identities, strict=True):
-        if d is not None:
-            d.mkdir(parents=True, exist_ok=True)
-            rundir.check_folder(d, identity)  # a folder holds one run
-    if checkpoint_every and not resume and rundir.has_checkpoints(run_dirs[0]):
-        raise ValueError(
-            f"{run_dirs[0]} already holds checkpoints of this run; pass resume=True to continue "
-            f"it, or delete {run_dirs[0] / rundir.CHECKPOINTS} to train it again from step 0"
-        )
-    start, ckpt = 0, None
-    if checkpoint_every or resume:
-        ckpt = Checkpointer(run_dirs[0] / rundir.CHECKPOINTS)
-        if resume and ckpt.latest_step() is not None:
-            start, runs.state = ckpt.restore(runs.state)
-            if mesh is not None:
-                runs.state = jax.device_put(runs.state, replicated)
-    for d, identity in zip(run_dirs, identities, strict=True):
-        if d is not None:
-            rundir.record(d, identity)
-    # a fresh start begins a new log; a resume keeps the records up to its checkpoint
-    logs = [
-        JsonlLog(d / "metrics.jsonl", start or None) if d is not None else None for d in run_dirs
-    ]
-    histories = [
-        History(
-            log.records() if log else [],
-            steps=total,
-            resumed_from=start or None,
-            runs_in_program=runs.size,
-        )
-        for log in logs
-    ]
+    start, ckpt, histories, logs = _open_run_dirs(
+        runs, run_dirs, models, data, keys, checkpoint_every=checkpoint_every, resume=resume
+    )
     logger = _logger(runs, data, histories, logs, eval_size=eval_size, metrics=metrics,
                      metric_splits=metric_splits, callback=callback, steps_per_epoch=spe)  # fmt: skip
     clock = _Clock(len(data.x_train), configs[0].batch_size, spe, total, log_every,

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -144,12 +145,10 @@ def build(
     Returns:
       (program, state, hparams); hparams have the dtype of the trained parameters.
     """
+    original = model
     config.validate()
-    if config.weight_scale != 1:
-        model = knobs.scale_weights(model, config.weight_scale)
-    if config.layer_balance != 1:
-        model = knobs.balance_layers(model, config.layer_balance, first=config.balance_first)
-    else:
+    model = _with_knobs(model, config)
+    if model is original:
         model = nnx.merge(*nnx.split(model))  # a copy: train()/eval() flip flags in place
     if not hasattr(model, "head"):
         raise ValueError(f"{type(model).__name__} has no readout attribute 'head'")
@@ -176,6 +175,62 @@ def build(
     )
     hp = hparams(config, dtype)
     return program, program.init(model, hp), hp
+
+
+def build_many(
+    models: Sequence[nnx.Module],
+    configs: Sequence[TrainConfig],
+    *,
+    num_classes: int,
+    steps_per_epoch: int,
+    total_steps: int,
+) -> tuple[Program, TrainState, HParams, int | None]:
+    """:func:`build` of R runs of one program at once: their states and hparams stacked (axis 0).
+
+    Run 0 is built by :func:`build`; the others only have their knobs applied and their
+    parameters split out, and one compiled call stacks the R states and initialises their
+    optimizers. Each run's values are exactly those :func:`build` gives it alone.
+
+    Args:
+      models, configs: R models and configs (not modified); the rest as :func:`build`.
+
+    Returns:
+      (program, stacked state, stacked hparams, the index of the first run that cannot share
+      run 0's program — another structure or static config — or None).
+    """
+    program, state0, hp0 = build(
+        models[0], configs[0], num_classes=num_classes, steps_per_epoch=steps_per_epoch,
+        total_steps=total_steps,
+    )  # fmt: skip
+    graphdef, static = nnx.graphdef(models[0]), static_part(configs[0])
+    filt = _trainable_filter(program.config.last_layer_only)
+    parts = [(state0.trainable, state0.rest)]
+    for i, (model, config) in enumerate(zip(models[1:], configs[1:], strict=True), 1):
+        if nnx.graphdef(model) != graphdef or static_part(config) != static:
+            return program, state0, hp0, i
+        config.validate()
+        parts.append(nnx.split(_with_knobs(model, config), filt, ...)[1:])
+    dtype = hp0.lr.dtype
+    hp = HParams(*(np.asarray([getattr(c, f) for c in configs], dtype) for f in HParams._fields))
+    trainable, rest, opt_state, hp = _stack_init(program, parts, hp)
+    steps = jnp.zeros(len(parts), jnp.int32)
+    return program, TrainState(steps, trainable, rest, opt_state), hp, None
+
+
+@functools.partial(jax.jit, static_argnums=0)  # one dispatch for all R runs
+def _stack_init(program: Program, parts: list, hp: HParams):
+    trainable, rest = jax.tree.map(lambda *a: jnp.stack(a), *parts)
+    opt_state = jax.vmap(lambda t, h: _optimizer(program, h, h.lr).init(t))(trainable, hp)
+    return trainable, rest, opt_state, hp
+
+
+def _with_knobs(model: nnx.Module, config: TrainConfig) -> nnx.Module:
+    """``model`` with the initial-parameter knobs of ``config`` applied (a copy), or ``model``."""
+    if config.weight_scale != 1:
+        model = knobs.scale_weights(model, config.weight_scale)
+    if config.layer_balance != 1:
+        model = knobs.balance_layers(model, config.layer_balance, first=config.balance_first)
+    return model
 
 
 def _optimizer(program: Program, hp: HParams, lr) -> optax.GradientTransformation:
