@@ -43,6 +43,15 @@ def check_key(key, what: str = "key") -> None:
         raise TypeError(f"{what} must be one JAX PRNG key, e.g. jax.random.key(0); got {got}")
 
 
+def check_config(config) -> None:
+    """``config`` is a :class:`TrainConfig` (``TypeError`` naming what was passed if not)."""
+    if not isinstance(config, TrainConfig):
+        raise TypeError(
+            f"config must be a nets.TrainConfig, got {type(config).__name__} "
+            "(e.g. TrainConfig(lr=0.1, epochs=10))"
+        )
+
+
 def check_configs(configs: Sequence) -> None:
     """Every element of ``configs`` is a validated :class:`TrainConfig` (``TypeError`` if not)."""
     for i, c in enumerate(configs):

@@ -807,11 +807,7 @@ def train(
     """
     metric_splits = check_metric_splits(metric_splits)  # before routing: a clear error here
     checks.check_dataset(data)
-    if not isinstance(config, TrainConfig):
-        raise TypeError(
-            f"config must be a nets.TrainConfig, got {type(config).__name__} "
-            "(e.g. TrainConfig(lr=0.1, epochs=10))"
-        )
+    checks.check_config(config)
     checks.check_key(key)
     kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
                   metric_splits=metric_splits, callback=callback, run_dir=run_dir,
