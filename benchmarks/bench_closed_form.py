@@ -8,59 +8,26 @@ time points, float64:
 * **vmap 64**: one call on a batch of 64 trajectories (``jax.vmap`` of the same function, for the
   closed form *and* for diffrax), divided by 64: the per-trajectory compute cost.
 
-The baseline is the reference integrator :func:`sims.gradient_flow` (Dopri8, rtol 1e-12, the one
-the tests use). "max |Δ|" is the largest difference between the two on the vmapped batch. Then the
-throughput targets: 10⁵ trajectories × 100 time points after compilation, for the
-single neuron (d = 3, all outputs) and the scalar-in/out network with p = 64 (θ, γ and the mode
-sums; all weights a_i(t), b_i(t) on 10⁴ trajectories, since 10⁵ × 100 × 64 × 2 doubles is 10 GB).
-Targets: ratio ≥ 100× per trajectory; throughput < 1 s. Timings are the best of ~0.05 s of
-repeated calls on each side (the least disturbed by other load on a shared machine); the load
-average is printed.
+The baseline, measured in the same run, is the reference integrator :func:`sims.gradient_flow`
+(Dopri8, rtol 1e-12, the one the tests use). "max |Δ|" is the largest difference between the two
+on the vmapped batch. Then the throughput targets: 10⁵ trajectories × 100 time points after
+compilation, for the single neuron (d = 3, all outputs) and the scalar-in/out network with
+p = 64 (θ, γ and the mode sums; all weights a_i(t), b_i(t) on 10⁴ trajectories, since
+10⁵ × 100 × 64 × 2 doubles is 10 GB). Targets: ratio ≥ 100× per trajectory (``lambda_balanced``
+≥ 30×); throughput < 1 s. Timings are the best of ~0.05 s of repeated calls on each side (the
+least disturbed by other load); the load average is printed at the start and the end. The
+scalar_linear vmapped row writes 65 MB of fresh output per call: read it as a memory-bandwidth
+figure.
 
-``lambda_balanced`` (target ≥ 30×), idle 2-core CPU, 2026-11-24 (commit 4e285ee): 322 → 74–79 µs
-single and 437 → 44–46 µs per trajectory vmapped, against diffrax 2,310–2,400 / 1,550–1,690 µs:
-**28–33× single (7 runs, median 30.6×), 34–38× vmapped**. What it took (module docstring, "Fast
-paths"): the *direct* path (one exponential per mode and time, expm1(x)/x by a 13-term series
-only below |x| = 0.35 and by a multiplication above; the graded Cholesky needed about six
-transcendentals), vmap as batched chunks of 64 on that path instead of one trajectory at a time,
-LAPACK's QR for the init's lower-trapezoidal form in the unbatched primal (one call instead of ~20
-tiny kernels; vmap and derivatives keep the elementwise Householder), the fallback's result
-selected with ``jnp.where`` rather than waiting on a ``lax.cond`` around the direct one, and no
-stacked (n, h, N) array (XLA:CPU compiled its concatenation into one unvectorised loop, ~140 µs of
-the former 334). A profile of the remaining ~74 µs (one thread, ~40 kernels in sequence): eigh of
-F 6–8 µs, the exponentials 8 µs, g 5–9 µs, three GEMMs V·z_k ~3 µs each, the per-time Cholesky,
-forward substitution and κ(Ŝ) ~20 µs in ~20 kernels of a few µs, the final transpose 5 µs, and
-~1 µs of executor overhead per kernel. Things that did not help (each measured against the
-previous version in one process): ``optimization_barrier`` to steer fusion (XLA:CPU removes it
-before fusing; it does stop the simplifier from turning E·E into a second exponential, which the
-direct path relies on), one GEMM over all hidden columns, time-major outputs straight from the
-GEMMs, elementwise instead of GEMM for V·z_k, computing only the distinct exponentials of F's ±ω
-spectrum (the concatenation costs more), Estrin instead of Horner, and a time-uniform bound on
-κ(Ŝ) from the init (it holds — κ(Ŝ) ≤ h·Σ_j(1 + ‖row_j L⁻¹‖²‖col_j L0‖²) — but its kernels cost
-more than the per-time check they replace).
+    python benchmarks/bench_closed_form.py [--record]   # the table
+    python benchmarks/bench_closed_form.py --hang       # the XLA:CPU hang reproducer
 
-**The scalar_linear vmapped row is bimodal** (about 40 vs 170 µs per trajectory, i.e. ~50× or ~11×,
-from one process to the next, with unchanged code): its closed form returns every weight, 64
-trajectories × 1,000 times × 64 × 2 doubles = 65 MB per call, so it is bound by writing fresh
-output memory. In the slow processes the output buffers are returned to the OS after each call
-and faulted in again (``/usr/bin/time``: ~150k minor page faults against ~80k in the fast ones);
-glibc's dynamic mmap threshold (which rises to at most 32 MiB, about the size of one output
-buffer) decides which, depending on the process's heap layout. ``MALLOC_TRIM_THRESHOLD_`` or
-``MALLOC_MMAP_THRESHOLD_`` made every process slow (they switch the dynamic threshold off), so
-the benchmark leaves the allocator alone; read that row as a memory-bandwidth figure.
+``--hang`` runs the former per-time ``lambda_balanced`` pipeline (:data:`HANG_REPRODUCER`,
+self-contained: a batched LAPACK QR and triangular solve per time, vmapped over 32 trajectories ×
+1,000 times) in a subprocess and reports whether it finished in 60 s.
 
-    python benchmarks/bench_closed_form.py           # the table
-    python benchmarks/bench_closed_form.py --hang    # the XLA:CPU hang reproducer (below)
-
-**The XLA:CPU hang** that made ``lambda_balanced`` loop over trajectories: its former
-per-time evaluation — log-space column scaling, one batched LAPACK QR per time, a batched
-triangular solve and a ``jnp.where`` between the two — vmapped over 32 trajectories × 1,000
-times, never returns in some runs (0 % CPU; 2 of 3 runs here, so a race, not a slow path). Each piece alone (QR, triangular solve, where on random
-data of the same shapes, or the same pipeline without the final ``where``) completes in < 1 s;
-``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` does not help. ``--hang`` runs that pipeline
-(:data:`HANG_REPRODUCER`, self-contained) in a subprocess and reports whether it finished in
-60 s. No upstream report matches it; the solver now avoids per-time LAPACK calls altogether (an
-elementwise Householder, as suggested in jax-ml/jax#8542 for small batched QRs).
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_closed_form.py --record``); the fast
+paths, the bimodal scalar_linear row and the hang: ``docs/findings/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -71,6 +38,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+from results import Printed
 
 N_TIMES = 1000
 BATCH = 64
@@ -305,7 +273,8 @@ def main() -> None:
         _hang_reproducer()
         return
     jax.config.update("jax_enable_x64", True)
-    print(
+    say = Printed()
+    say(
         f"jax {jax.__version__} ({jax.default_backend()}), float64, {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f}; {N_TIMES} time points per trajectory"
     )
@@ -322,20 +291,20 @@ def main() -> None:
         f"{'model':<30} {'closed µs':>10} {'diffrax µs':>11} {'ratio':>7}   "
         f"{'closed µs':>10} {'diffrax µs':>11} {'ratio':>7}   {'max |Δ|':>8}"
     )
-    print(
-        f"{'':<30} {'----- single trajectory -----':>30}   {'--- vmap 64, per trajectory ---':>30}"
-    )
-    print(head)
+    say(f"{'':<30} {'----- single trajectory -----':>30}   {'--- vmap 64, per trajectory ---':>30}")
+    say(head)
     for r in rows:
-        print(
+        say(
             f"{r['name']:<30} {r['cf1'] * 1e6:10.1f} {r['df1'] * 1e6:11.0f} "
             f"{r['df1'] / r['cf1']:6.0f}×   {r['cfb'] * 1e6:10.1f} {r['dfb'] * 1e6:11.0f} "
             f"{r['dfb'] / r['cfb']:6.0f}×   {r['err']:8.1e}"
         )
-    print("throughput after compilation (target < 1 s):")
+    say("throughput after compilation (target < 1 s):")
     for name, sec in _throughput():
-        print(f"  {name:<66} {sec:7.3f} s")
-    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+        say(f"  {name:<66} {sec:7.3f} s")
+    say(f"load average at the end {os.getloadavg()[0]:.1f}")
+    if "--record" in sys.argv[1:]:
+        say.record(__file__)
 
 
 if __name__ == "__main__":

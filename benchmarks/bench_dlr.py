@@ -11,6 +11,8 @@ Prints, all measured in this run on the same float32 data (best of 7 repeats aft
    folded in, ΦᵀΦ − nμμᵀ) as a fraction of the machine's plain ``x.T @ x`` rate (target ≥ 50%).
 3. ``dlr`` against the naive n×n centred-CKA formula at ``--n-naive`` (the formula D_LR is
    defined by; O(n²) memory, O(n³) time) and the difference of the two values.
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_dlr.py --record``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from results import Printed
 
 from metrics import dlr
 
@@ -62,38 +65,37 @@ def _time(fn, *args, repeats=7):
     return float(np.min(ts))  # best of the repeats: least disturbed by other load (timeit)
 
 
-def main(n: int, p: int, c: int, n_naive: int) -> None:
+def main(n: int, p: int, c: int, n_naive: int, record: bool = False) -> None:
     from nets.blas import limit_blas_threads
 
     limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
+    say = Printed()
     rng = np.random.default_rng(0)
     phi = jnp.asarray(np.maximum(rng.normal(size=(n, p)), 0), jnp.float32)  # post-ReLU features
     logits = np.asarray(phi) @ rng.normal(size=(p, c)).astype(np.float32) / np.sqrt(p)
     f = jnp.asarray(jax.nn.softmax(jnp.asarray(logits), axis=1))  # softmax outputs, rank C − 1
-    print(
-        f"{jax.devices()[0].platform}, {jax.device_count()} device(s); float32, n={n} p={p} C={c}"
-    )
+    say(f"{jax.devices()[0].platform}, {jax.device_count()} device(s); float32, n={n} p={p} C={c}")
 
     t_dlr = _time(dlr, phi, f)
     t_plain = _time(plain_gram, phi)
     t_step = _time(metrics_gram, phi)
     flops = 2.0 * n * p * p
-    print(f"[1] dlr                : {t_dlr * 1e3:9.1f} ms")
-    print(
-        f"    one x.T @ x GEMM   : {t_plain * 1e3:9.1f} ms  ({flops / t_plain / 1e9:.1f} GFLOP/s)"
-    )
-    print(f"    ratio dlr / GEMM   : {t_dlr / t_plain:9.2f}×   (target ≤ 2×)")
-    print(f"[2] ΦᵀΦ step (metrics) : {t_step * 1e3:9.1f} ms  ({flops / t_step / 1e9:.1f} GFLOP/s)")
-    print(f"    rate / x.T @ x rate: {t_plain / t_step:9.0%}    (target ≥ 50%)")
+    say(f"[1] dlr                : {t_dlr * 1e3:9.1f} ms")
+    say(f"    one x.T @ x GEMM   : {t_plain * 1e3:9.1f} ms  ({flops / t_plain / 1e9:.1f} GFLOP/s)")
+    say(f"    ratio dlr / GEMM   : {t_dlr / t_plain:9.2f}×   (target ≤ 2×)")
+    say(f"[2] ΦᵀΦ step (metrics) : {t_step * 1e3:9.1f} ms  ({flops / t_step / 1e9:.1f} GFLOP/s)")
+    say(f"    rate / x.T @ x rate: {t_plain / t_step:9.0%}    (target ≥ 50%)")
 
     m = min(n_naive, n)
     t_fast = _time(dlr, phi[:m], f[:m])
     t_naive = _time(naive_dlr, phi[:m], f[:m], repeats=3)
     d_fast, d_naive = float(dlr(phi[:m], f[:m])), float(naive_dlr(phi[:m], f[:m]))
-    print(f"[3] n={m}: dlr {t_fast * 1e3:.1f} ms, naive n×n CKA {t_naive * 1e3:.1f} ms")
-    print(
+    say(f"[3] n={m}: dlr {t_fast * 1e3:.1f} ms, naive n×n CKA {t_naive * 1e3:.1f} ms")
+    say(
         f"    speed-up           : {t_naive / t_fast:9.1f}×   |ΔD_LR| = {abs(d_fast - d_naive):.1e}"
     )
+    if record:
+        say.record(__file__)
 
 
 if __name__ == "__main__":
@@ -102,5 +104,6 @@ if __name__ == "__main__":
     ap.add_argument("--p", type=int, default=256)
     ap.add_argument("--c", type=int, default=10)
     ap.add_argument("--n-naive", type=int, default=4000)
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     a = ap.parse_args()
-    main(a.n, a.p, a.c, a.n_naive)
+    main(a.n, a.p, a.c, a.n_naive, a.record)

@@ -11,7 +11,9 @@ The model of the ``grokking-transformer`` experiment (2 layers, d = 128, 4 heads
 
 Run::
 
-    python benchmarks/bench_grokking_step.py [--steps 40]
+    python benchmarks/bench_grokking_step.py [--steps 40] [--record]
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_grokking_step.py --record``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from results import Printed
 
 from metrics import dlr
 from nets import TrainConfig, Transformer, train
@@ -115,16 +118,20 @@ def main() -> None:
     limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     args = ap.parse_args()
+    say = Printed()
     data = load("modular_division", p=P, train_fraction=0.5)
     base = baseline_seconds_per_step(data, args.steps)
     lib = library_seconds_per_step(data, args.steps)
     log = log_point_seconds(data)
-    print(f"CPU cores visible: {os.cpu_count()}, backend {jax.default_backend()}")
-    print(f"baseline jitted step      : {base:.4f} s/step")
-    print(f"nets.train scanned step   : {lib:.4f} s/step   ratio {lib / base:.2f}x baseline")
-    print(f"one log point (2×4656+D_LR): {log:.3f} s        = {log / base:.1f} baseline steps")
-    print(f"3,000 steps ≈ {3000 * lib / 60:.1f} min of training (+ log points)")
+    say(f"CPU cores visible: {os.cpu_count()}, backend {jax.default_backend()}")
+    say(f"baseline jitted step      : {base:.4f} s/step")
+    say(f"nets.train scanned step   : {lib:.4f} s/step   ratio {lib / base:.2f}x baseline")
+    say(f"one log point (2×4656+D_LR): {log:.3f} s        = {log / base:.1f} baseline steps")
+    say(f"3,000 steps ≈ {3000 * lib / 60:.1f} min of training (+ log points)")
+    if args.record:
+        say.record(__file__)
 
 
 if __name__ == "__main__":

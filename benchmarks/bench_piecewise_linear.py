@@ -5,21 +5,26 @@ Baseline: the same RK4 step, jitted, called once per step from a Python loop for
 Problems: h = 50, d = 20, n = 200 (the teacher–student small config) and a small h = 8, d = 3, n = 16
 network (where per-step dispatch dominates); 2,000 steps per trajectory, 16 seeds.
 
-Run: ``python benchmarks/bench_piecewise_linear.py``.
+Run: ``python benchmarks/bench_piecewise_linear.py [--record]``.
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_piecewise_linear.py --record``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
+from results import Printed
 
 from sims import piecewise_linear as pl
 from sims.piecewise_linear import _parameter_field, _step
 
 STEPS, SEEDS = 2000, 16
 DT = 1e-3
+say = Printed()
 
 
 def _problem(key, H, D, N):
@@ -69,16 +74,16 @@ def bench(H: int, D: int, N: int) -> None:
     ref = batched(a0, W0, X, y)[0]
     err = float(jnp.abs(loop() - ref).max())
     scan_tps, loop_tps = SEEDS / t_scan, 1 / t_loop
-    print(f"h={H} d={D} n={N}, {STEPS} RK4 steps/trajectory, float64, {jax.default_backend()}")
-    print(
+    say(f"h={H} d={D} n={N}, {STEPS} RK4 steps/trajectory, float64, {jax.default_backend()}")
+    say(
         f"jitted scan, vmapped over {SEEDS} seeds: {t_scan:.3f} s -> {scan_tps:.2f} traj/s, "
         f"{scan_tps * STEPS:.3g} steps/s"
     )
-    print(
+    say(
         f"python loop of jitted steps, 1 seed:    {t_loop:.3f} s -> {loop_tps:.2f} traj/s, "
         f"{loop_tps * STEPS:.3g} steps/s"
     )
-    print(f"speed-up (trajectories/s): {scan_tps / loop_tps:.1f}x   (max |W| difference {err:.1e})")
+    say(f"speed-up (trajectories/s): {scan_tps / loop_tps:.1f}x   (max |W| difference {err:.1e})")
 
 
 def main() -> None:
@@ -88,6 +93,8 @@ def main() -> None:
     jax.config.update("jax_enable_x64", True)
     bench(50, 20, 200)
     bench(8, 3, 16)
+    if "--record" in sys.argv[1:]:
+        say.record(__file__)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ momentum 0.9, batch 256 by default.
 * PyTorch, the standard fast recipe: the same network in ``torch.nn`` with ``channels_last``
   memory, ``cudnn.benchmark``, ``torch.autocast`` to bfloat16 for ``bfloat16`` (AMP), eager and,
   as a second reference, ``torch.compile`` (default mode). Float32 keeps PyTorch's defaults
-  (TF32 convolutions on GPU, as JAX's default precision). On a CPU the images stay NCHW: with
-  ``channels_last``, torch 2.13.0+cpu's oneDNN convolutions corrupted the heap ("double free or
-  corruption", or a stall) on the 2-core AMD EPYC this was written on.
+  (TF32 convolutions on GPU, as JAX's default precision). On a CPU the images stay NCHW
+  (``channels_last`` crashed torch 2.13.0+cpu's oneDNN convolutions; see
+  ``docs/findings/benchmarks.md``).
 
 Both sides report the best round (least disturbed by other load; the median is kept beside it).
 Goal on a GPU: JAX / PyTorch AMP ≥ 1.0 at the same precision.
@@ -24,6 +24,8 @@ Goal on a GPU: JAX / PyTorch AMP ≥ 1.0 at the same precision.
     JAX_PLATFORMS=cpu python benchmarks/bench_resnet_gpu.py --device cpu --batch 8 --steps 2 --width 4
 
 ``benchmarks/gpu_check.py`` runs these functions as its ResNet phases.
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_resnet_gpu.py --record``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import time
 import jax
 import numpy as np
 from flax import nnx
+from results import Printed
 
 from nets import TrainConfig, get_model, train
 from nets.data import Dataset
@@ -210,10 +213,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (best is reported)")
     parser.add_argument("--width", type=int, default=64, help="k of ResNet18-k")
+    parser.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     args = parser.parse_args()
+    say = Printed()
     size = dict(batch=args.batch, steps=args.steps, rounds=args.rounds, width=args.width)
     dtypes = DTYPES if args.dtype == "both" else (args.dtype,)
-    print(f"ResNet18 (PreAct, k={args.width}), batch {args.batch}, SGD momentum, images/s (best)")
+    say(f"ResNet18 (PreAct, k={args.width}), batch {args.batch}, SGD momentum, images/s (best)")
     for dtype in dtypes:
         rates = {}
         if args.side in ("jax", "both"):
@@ -226,12 +231,14 @@ def main() -> None:
                         dtype, device=args.device, compiled=True, **size
                     )
             except ImportError:
-                print("  PyTorch not installed")
+                say("  PyTorch not installed")
         for name, r in rates.items():
-            print(f"  {dtype:9s} {name:17s}: {r['images_per_s']:9.1f}")
+            say(f"  {dtype:9s} {name:17s}: {r['images_per_s']:9.1f}")
         if "lrrich (JAX)" in rates and "PyTorch eager" in rates:
             ratio = rates["lrrich (JAX)"]["images_per_s"] / rates["PyTorch eager"]["images_per_s"]
-            print(f"  {dtype:9s} ratio JAX / PyTorch eager = {ratio:.2f}  (goal ≥ 1.0)")
+            say(f"  {dtype:9s} ratio JAX / PyTorch eager = {ratio:.2f}  (goal ≥ 1.0)")
+    if args.record:
+        say.record(__file__)
 
 
 if __name__ == "__main__":

@@ -4,21 +4,27 @@ Prints (1) the loss curve of N = 10^5 skills at 10^3 times (target < 1 s on CPU)
 baseline that materialises the full (T, N) array, and (2) MLP training steps/s with batches
 generated on device, against a baseline that samples each batch eagerly and feeds it in.
 
-    python benchmarks/bench_skills.py
+    python benchmarks/bench_skills.py [--record]
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_skills.py --record``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from results import Printed
 
 from nets.data.sparse_parity import make_sparse_parity, sample_sparse_parity
 from nets.models import MLP
 from sims import skills
+
+say = Printed()
 
 
 def _best(f, n=3):
@@ -38,7 +44,7 @@ def bench_skill_model():
     full = jax.jit(lambda t: skills.solve(1e-3, 1.0, P, t).loss)
     a = _best(lambda: streamed(t).block_until_ready())
     b = _best(lambda: full(t).block_until_ready())
-    print(
+    say(
         f"skill model N=1e5 x T=1e3: loss_curve {a:.3f} s, solve (full (T,N) array) {b:.3f} s, "
         f"ratio {b / a:.2f}x"
     )
@@ -76,7 +82,7 @@ def bench_mlp(width=1000, batch=4000, steps=50):
 
     a = _best(lambda: jax.block_until_ready(on_device(params, state, jax.random.key(1))), 2)
     b = _best(lambda: host_loop(params, state), 2)
-    print(
+    say(
         f"MLP width {width} batch {batch}: on-device data {steps / a:.1f} steps/s, "
         f"per-step eager sampling {steps / b:.1f} steps/s, ratio {b / a:.2f}x"
     )
@@ -86,3 +92,5 @@ if __name__ == "__main__":
     bench_skill_model()
     bench_mlp()
     bench_mlp(width=512, batch=2000, steps=100)
+    if "--record" in sys.argv[1:]:
+        say.record(__file__)

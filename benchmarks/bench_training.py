@@ -4,7 +4,9 @@ Same architecture (784 → 512 → 512 → 10, ReLU, PyTorch init), batch 128, S
 MSE on one-hot targets, float32, random MNIST-shaped data held in memory. PyTorch is a
 benchmark-only dependency (``pip install torch==2.13.0``). Run::
 
-    python benchmarks/bench_training.py [--steps 600]
+    python benchmarks/bench_training.py [--steps 600] [--record]
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_training.py --record``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import jax
 import numpy as np
 from flax import nnx
+from results import Printed
 
 from nets import MLP, TrainConfig, train
 from nets.data import Dataset
@@ -90,7 +93,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     args = parser.parse_args()
+    say = Printed()
     data = _data()
     jx = jax_steps_per_s(data, args.steps, args.batch)
     try:
@@ -104,15 +109,17 @@ def main() -> None:
         best = max(rates, key=rates.get)
         th = rates[best]
     except ImportError:
-        print(f"MLP {SIZES}, batch {args.batch}: lrrich {jx:.0f} steps/s; torch not installed")
+        say(f"MLP {SIZES}, batch {args.batch}: lrrich {jx:.0f} steps/s; torch not installed")
+        if args.record:
+            say.record(__file__)
         return
-    print(
-        f"MLP {SIZES}, batch {args.batch}, SGD momentum, MSE, float32, {jax.devices()[0].platform}"
-    )
-    print(f"  lrrich (JAX) : {jx:8.1f} steps/s")
+    say(f"MLP {SIZES}, batch {args.batch}, SGD momentum, MSE, float32, {jax.devices()[0].platform}")
+    say(f"  lrrich (JAX) : {jx:8.1f} steps/s")
     for threads, rate in rates.items():
-        print(f"  PyTorch {torch.__version__}, {threads} thread(s): {rate:8.1f} steps/s")
-    print(f"  ratio JAX / best PyTorch = {jx / th:.2f}  (target ≥ 1.0)")
+        say(f"  PyTorch {torch.__version__}, {threads} thread(s): {rate:8.1f} steps/s")
+    say(f"  ratio JAX / best PyTorch = {jx / th:.2f}  (target ≥ 1.0)")
+    if args.record:
+        say.record(__file__)
 
 
 if __name__ == "__main__":

@@ -2,55 +2,27 @@
 
 ``nets.train_many`` trains the 16 runs as one ``jax.vmap``-ed program (stacked states and traced
 hyper-parameters). Three ways to run the same sweep, each logging the same 11 points per run
-(with D_LR), wall clock:
+(with D_LR), wall clock, all measured in this run:
 
-* one process per point (what ``lrrich sweep`` does without ``--vmap``, and what every call paid
-  before the hyper-parameters were traced): 16 × a fresh first call (compilation + run), measured
-  as the first ``train`` call of this process;
+* one process per point (what ``lrrich sweep`` does without ``--vmap``): 16 × a fresh first call
+  (compilation + run), measured as the first ``train`` call of this process;
 * 16 sequential ``train`` calls in one process: since lr is traced they share one compiled
   program, so only the first compiles;
 * ``train_many``: one compilation, one program for the 16 runs.
 
 The final parameters agree to float32 round-off (printed; ``tests/nets/test_step.py`` checks it).
 
-Measured on an idle 2-core CPU (jax 0.10.2, one OpenBLAS thread, 2026-11-24, two runs): one process
-per point 16 × 2.9–3.1 s = 47–49 s vs ``train_many`` 2.8–3.1 s first call (**16×**); warm,
-16 sequential in-process ``train`` calls 0.67–0.85 s vs ``train_many`` 0.34–0.35 s (**2.0–2.4×**;
-5× against warm in-process calls is not reached). Where ``train_many``'s 0.34 s
-goes (History times and a profile): the 16 × 225 SGD steps 0.09 s, the 16 × 11 log points
-(forward of 1,797 images and D_LR, run by run) 0.13–0.15 s, building and stacking the 16 states
-0.04 s, the rest creating the 16 models and unstacking them. One digits-MLP step (batch 64) already
-runs at ~24 GFLOP/s unbatched, so vmapping the steps gains ~1.5×; the rest of the gain is the
-per-call work of ``train`` (~17 ms a call). Re-measured idle on 2026-11-24: 16 × 2.60 s
-per process vs 2.71 s first call (15×); warm 0.68 s vs 0.35 s (1.9×); again after the XLA:CPU
-options of ``nets.xla_cpu`` (MLP programs compile as before): 16 × 2.36 s vs 2.58 s (14.6×),
-warm 0.58 s vs 0.33 s (1.7×). Why 5× against warm
-in-process calls cannot be reached on this CPU: both sides do the same arithmetic (16 × 225 steps,
-16 × 11 log points). In ``train_many`` the steps take 0.08–0.09 s (~39 GFLOP/s on small GEMMs;
-≥ ~0.035 s even at this CPU's small-GEMM peak) and the log points ~0.11 s (vmapping them was no
-faster, below), and creating the 16 models (~0.045 s) is timed on both sides: ≥ ~0.19 s, so at
-best 0.6–0.7 s / 0.19 s ≈ 3.5×. The log points are evaluated with ``lax.map``, not
-``vmap``: vmapped ``log_values`` was no faster (14.7 vs 11.2 ms for 16 runs) and, with the whole
-eval subset in one chunk (``chunk=2048``), deadlocked XLA:CPU (0 % CPU, 4 of 4 tries, with and
-without one OpenBLAS thread; like the ``lambda_balanced`` hang of ``bench_closed_form.py --hang``).
-One BLAS thread (``nets.xla_cpu.one_blas_thread``): XLA:CPU runs LAPACK (``geqrf``, ``gesdd``,
-``syevd``: the QR and SVD of D_LR, eigendecompositions) through NumPy/SciPy's OpenBLAS, whose
-default one worker per core competes with XLA's pool. Measured on this 2-core CPU (jax 0.10.2,
-OpenBLAS 0.3 of the numpy/scipy wheels): ``jnp.linalg.qr`` of 1,437 × 10 float32 28–56 ms with the
-default threads vs 0.03–0.05 ms with one (the slow case depends on which library loaded OpenBLAS
-first, so it comes and goes between processes); 20,000 × 10: 75 vs 0.6 ms; one digits-MLP log
-point (forward + D_LR on train and test) 60 vs 0.74 ms. On an accelerator a single small run
-leaves the device idle and the vmapped program is where the gain lies.
-
 ``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one): where a warm
 stacked program's time goes — steps, log points and host (building and stacking the runs, the
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
-repeats, with the load average at the start and end (other jobs on the machine shift both sides).
-It prints the ratio R = 16 / R = 1 beside :data:`BEFORE_RATIO`, the ratio measured idle before the
-runs were built as one stacked build and each epoch's permutations computed once per epoch.
+repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
+:data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build.
 
-    python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10]
-    python benchmarks/bench_vmap_sweep.py --breakdown   # 16 tiny runs vs one: steps, log points, host
+    python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10] [--batch 64] [--record]
+    python benchmarks/bench_vmap_sweep.py --breakdown [--record]   # 16 tiny runs vs one
+
+Results: ``benchmarks/results.md`` (``python benchmarks/bench_vmap_sweep.py --record``); where the
+time goes and the one-BLAS-thread measurements: ``docs/findings/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -63,12 +35,13 @@ import time
 import jax
 import numpy as np
 from flax import nnx
+from results import Printed
 
 from nets import MLP, TrainConfig, load_digits, train, train_many
 
 SEEDS = (0, 1, 2, 3)
-#: --breakdown's R = 16 / R = 1 on an idle 2-core CPU before one stacked build per fit and one
-#: permutation per epoch (181 ms against 36 ms).
+#: --breakdown's R = 16 / R = 1 before one stacked build per fit and one permutation per epoch,
+#: recorded in docs/findings/benchmarks.md (bench_vmap_sweep).
 BEFORE_RATIO = 5.0
 LRS = (0.02, 0.05, 0.1, 0.2)
 
@@ -81,6 +54,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=32, help="hidden width of the 1-layer MLP")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     args = parser.parse_args()
     data = load_digits()
     base = TrainConfig(lr=0.1, momentum=0.9, batch_size=args.batch, epochs=args.epochs)
@@ -115,20 +89,23 @@ def main() -> None:
         for a, b in zip(jax.tree.leaves(nnx.state(m)), jax.tree.leaves(nnx.state(v)), strict=True)
     )
     acc = [h.final["test_acc"] for h in hists]
-    print(
+    say = Printed()
+    say(
         f"{len(runs)} runs: MLP 64-{args.hidden}-10, {args.epochs} epochs of batch {args.batch} "
         f"on digits, {len(hists[0].records)} log points each, {jax.default_backend()}"
     )
     R = len(runs)
-    print(f"  one process per point : {R * t_first:7.2f} s  ({R} x {t_first:.2f} s first call)")
-    print(f"  sequential, in-process: {t_seq:7.2f} s  (compiled program reused)")
-    print(f"  train_many, first call: {t_vmap_first:7.2f} s  (warm: {t_vmap:.2f} s)")
-    print(f"  ratio per-process / train_many = {R * t_first / t_vmap_first:.1f}x  (target ≥ 5)")
-    print(f"  ratio sequential in-process / warm train_many = {t_seq / t_vmap:.1f}x")
-    print(f"  max |Δθ| between the two = {diff:.2e}; test acc {min(acc):.3f}–{max(acc):.3f}")
+    say(f"  one process per point : {R * t_first:7.2f} s  ({R} x {t_first:.2f} s first call)")
+    say(f"  sequential, in-process: {t_seq:7.2f} s  (compiled program reused)")
+    say(f"  train_many, first call: {t_vmap_first:7.2f} s  (warm: {t_vmap:.2f} s)")
+    say(f"  ratio per-process / train_many = {R * t_first / t_vmap_first:.1f}x  (target ≥ 5)")
+    say(f"  ratio sequential in-process / warm train_many = {t_seq / t_vmap:.1f}x")
+    say(f"  max |Δθ| between the two = {diff:.2e}; test acc {min(acc):.3f}–{max(acc):.3f}")
+    if args.record:
+        say.record(__file__)
 
 
-def breakdown(repeats: int = 7) -> None:
+def breakdown(repeats: int = 7, record: bool = False) -> None:
     """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
 
     64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
@@ -154,6 +131,7 @@ def breakdown(repeats: int = 7) -> None:
         train(model, data, base, key=jax.random.key(0), progress=False)
         return time.perf_counter() - t0
 
+    say = Printed()
     load_before = os.getloadavg()[0]
     once(1, 0), once(16, 0), one_train(0)  # compile
     best = {1: (np.inf,) * 3, 16: (np.inf,) * 3}
@@ -163,23 +141,25 @@ def breakdown(repeats: int = 7) -> None:
             r = once(R, 100 * R + rep)
             best[R] = min(best[R], r)
         t_one = min(t_one, one_train(rep))
-    print(
+    say(
         f"stacked program, 64-8-10 MLP, digits, 6 epochs, {jax.default_backend()} (best of {repeats}):"
     )
     for R, (wall, steps, logs) in best.items():
-        print(
+        say(
             f"  R = {R:2d}: {wall * 1e3:6.1f} ms = steps {steps * 1e3:5.1f} + log points "
             f"{logs * 1e3:5.1f} + host {(wall - steps - logs) * 1e3:5.1f}"
         )
-    print(f"  one train() call: {t_one * 1e3:.1f} ms")
-    print(
+    say(f"  one train() call: {t_one * 1e3:.1f} ms")
+    say(
         f"  16 runs / one run: {best[16][0] / t_one:.2f}x against train(), "
         f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
         f"before: {BEFORE_RATIO:.1f}x idle)"
     )
     load = f"{load_before:.1f} → {os.getloadavg()[0]:.1f}"
-    print(f"  1-minute load average {load} on {os.cpu_count()} cores", end="")
-    print("" if max(load_before, os.getloadavg()[0]) < 1 else " (not idle: ratios shift)")
+    busy = "" if max(load_before, os.getloadavg()[0]) < 1 else " (not idle: ratios shift)"
+    say(f"  1-minute load average {load} on {os.cpu_count()} cores{busy}")
+    if record:
+        say.record(__file__)
 
 
 if __name__ == "__main__":
@@ -189,6 +169,6 @@ if __name__ == "__main__":
         from nets.blas import limit_blas_threads
 
         limit_blas_threads()
-        breakdown()
+        breakdown(record="--record" in sys.argv)
     else:
         main()

@@ -30,7 +30,7 @@ them. ``--quick`` shrinks every phase to CPU sizes (``gpu_check.sh --quick`` set
 ``--archive`` also packs the output folder into ``<out>.tgz`` (one file to copy back).
 
     benchmarks/gpu_check.sh                         # on the GPU machine (docs/gpu.md)
-    benchmarks/gpu_check.sh --quick                 # on a CPU, ~6 min on 2 busy cores
+    benchmarks/gpu_check.sh --quick                 # on a CPU, CPU sizes (minutes)
     python benchmarks/gpu_check.py --quick --dry-run --out /tmp/plan
 """
 
