@@ -1,8 +1,8 @@
 """The one results file of the benchmarks: ``benchmarks/results.md``, one section per script.
 
 A benchmark run with ``--record`` passes the lines it printed to :func:`record`, which rewrites
-that script's section ``## <name>`` and adds where and when the numbers were measured. The other
-sections stay as they are, sorted by name.
+that script's section ``## <name>`` and adds the command, and where and when the numbers were
+measured. The other sections stay as they are, sorted by name.
 
     python benchmarks/bench_dlr.py --n 20000 --record
 
@@ -15,7 +15,9 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -121,7 +123,11 @@ def _provenance(load_start: float | None, load_end: float | None) -> str:
         f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__} "
         f"{jax.default_backend()} ({device.device_kind})"
     )
-    line = f"Measured {date}, commit {_commit()}, on {machine}"
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(RESULTS.parent.parent):
+        script = script.relative_to(RESULTS.parent.parent)
+    command = shlex.join(["python", str(script), *sys.argv[1:]])
+    line = f"`{command}`: measured {date}, commit {_commit()}, on {machine}"
     loads = [f"{v:.1f} at the {when}" for v, when in ((load_start, "start"), (load_end, "end"))
              if v is not None]  # fmt: skip
     if loads:
