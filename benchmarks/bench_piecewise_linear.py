@@ -1,7 +1,8 @@
 """Piecewise-linear integrator throughput: jitted lax.scan RK4, vmapped over seeds, vs a Python loop.
 
-Baseline: the same RK4 step, jitted, called once per step from a Python loop for one trajectory
-(the usual research-notebook pattern). Both in float64, measured in this run after compilation.
+Baseline: one RK4 step of the same public solver (``solve`` over one step of length dt), jitted,
+called once per step from a Python loop for one trajectory (the usual research-notebook
+pattern). Both in float64, measured in this run after compilation.
 Problems: h = 50, d = 20, n = 200 (the teacher–student small config) and a small h = 8, d = 3, n = 16
 network (where per-step dispatch dominates); 2,000 steps per trajectory, 16 seeds.
 
@@ -20,7 +21,6 @@ import jax.numpy as jnp
 from results import Printed
 
 from sims import piecewise_linear as pl
-from sims.piecewise_linear import _parameter_field, _step
 
 STEPS, SEEDS = 2000, 16
 DT = 1e-3
@@ -58,17 +58,15 @@ def bench(H: int, D: int, N: int) -> None:
     )
     t_scan = _timed(lambda: batched(a0, W0, X, y))
 
-    step = jax.jit(
-        lambda s, Xs, ys: _step(
-            _parameter_field, "rk4", lambda v: v, s, DT, (Xs, ys, jnp.zeros(()), 1.0, 1.0)
-        )
-    )
+    dt = jnp.array([DT])
+    step = jax.jit(lambda a, W, Xs, ys: pl.solve(a, W, Xs, ys, dt, n_substeps=1))  # one RK4 step
 
     def loop():
-        s = (a0[0], W0[0])
+        a, W = a0[0], W0[0]
         for _ in range(STEPS):
-            s = step(s, X[0], y[0])
-        return s[1]
+            traj = step(a, W, X[0], y[0])
+            a, W = traj.a[-1], traj.W[-1]
+        return W
 
     t_loop = _timed(loop, repeat=1)
     ref = batched(a0, W0, X, y)[0]
@@ -87,9 +85,9 @@ def bench(H: int, D: int, N: int) -> None:
 
 
 def main() -> None:
-    from nets.blas import limit_blas_threads
+    from nets.xla_cpu import limit_blas_threads
 
-    limit_blas_threads()  # one OpenBLAS thread (nets/blas.py), as the CLI and the tests run
+    limit_blas_threads()  # one OpenBLAS thread (nets.xla_cpu), as the CLI and the tests run
     jax.config.update("jax_enable_x64", True)
     bench(50, 20, 200)
     bench(8, 3, 16)

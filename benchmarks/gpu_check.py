@@ -19,7 +19,7 @@ dlr          120  ``metrics.dlr`` at n = 10⁶, p = 4096, C = 10 vs one float32 
 experiment   100  ``lrrich run resnet-lr`` (one seed) at k = 64 on all 60,000 Fashion-MNIST images
 suite       1800  only when named (``--phases suite``): the whole default test suite on the
                   device, each failure's traceback written to ``suite_failures.txt`` as it
-                  happens (``benchmarks/gpu_failures.py``), so a run stopped early keeps them
+                  happens (``tests/gpu_failures.py``), so a run stopped early keeps them
 ============ ==== ============================================================================
 
 A phase writes its numbers as it gets them (``<out>/gpu_check.json`` is rewritten after every
@@ -112,8 +112,8 @@ TESTS_DESELECT = "not quick_script"
 # controller), none preallocating; a test that hangs is stopped after 240 s (pytest-timeout,
 # when installed: the flag is dropped otherwise).
 SUITE_ARGS = ("-o", "addopts=", "-m", "not slow", "--dist", "loadfile", "-ra", "--durations=40",
-              "--timeout", "240", "--deselect", "tests/test_notebooks.py", "-p", "gpu_failures",
-              "tests")  # fmt: skip
+              "--timeout", "240", "--deselect", "tests/test_notebooks.py",
+              "-p", "tests.gpu_failures", "tests")  # fmt: skip
 SUITE_WORKERS = max(1, min(12, (os.cpu_count() or 4) - 2))
 FAILURES_NAME = "suite_failures.txt"
 
@@ -207,7 +207,9 @@ def phase_suite(rec: Record, args) -> None:
     os.environ["GPU_CHECK_FAILURES"] = str(failures)
     rec.put("failures_file", FAILURES_NAME)
     if args.quick:  # the plugin and the parsing on the quick tests
-        _pytest(rec, args, ["-n", "0", "-p", "gpu_failures", "-k", TESTS_DESELECT, *QUICK_TESTS])
+        _pytest(
+            rec, args, ["-n", "0", "-p", "tests.gpu_failures", "-k", TESTS_DESELECT, *QUICK_TESTS]
+        )
     else:
         suite_args = list(SUITE_ARGS)
         if importlib.util.find_spec("pytest_timeout") is None:

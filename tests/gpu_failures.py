@@ -3,7 +3,7 @@ file named by ``GPU_CHECK_FAILURES`` as soon as the test fails.
 
 pytest prints tracebacks only at the end of a session, so a run stopped by its time cap would lose
 them all. Under pytest-xdist the controller writes (workers skip: the controller receives every
-report). Load it with ``-p gpu_failures`` (``benchmarks/`` on ``PYTHONPATH``).
+report). Load it with ``-p tests.gpu_failures`` (the repository root on ``PYTHONPATH``).
 """
 
 from __future__ import annotations

@@ -139,18 +139,18 @@ def test_gpu_check_quick_script_plans_runs_a_phase_and_refuses_unknown_phases(tm
 
 
 def test_failures_plugin_writes_each_failure_once_as_it_happens(tmp_path):
-    """``-p gpu_failures`` appends a failing test's traceback to $GPU_CHECK_FAILURES, once under
-    pytest-xdist too (the controller writes, the worker does not), and nothing for a pass."""
+    """``-p tests.gpu_failures`` appends a failing test's traceback to $GPU_CHECK_FAILURES,
+    once under pytest-xdist too (the controller writes, the worker does not), nothing for a pass."""
     (tmp_path / "test_two.py").write_text(
         "def test_passes():\n    assert True\n\n"
         "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n"
     )
     for workers in ("0", "1"):
         out = tmp_path / f"failures_{workers}.txt"
-        env = dict(os.environ, GPU_CHECK_FAILURES=str(out), PYTHONPATH=str(ROOT / "benchmarks"))
+        env = dict(os.environ, GPU_CHECK_FAILURES=str(out), PYTHONPATH=str(ROOT))
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-             "-n", workers, "-p", "gpu_failures", "test_two.py"],
+             "-n", workers, "-p", "tests.gpu_failures", "test_two.py"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stdout + proc.stderr
