@@ -337,7 +337,7 @@ def check_extras(config) -> None:
     dataset = getattr(config, "dataset", None)
     if dataset in _TFDS_DATASETS and importlib.util.find_spec("tensorflow_datasets") is None:
         raise ImportError(
-            f"dataset {dataset!r} needs tensorflow-datasets: pip install -e \".[data]\" "
+            f'dataset {dataset!r} needs tensorflow-datasets: pip install -e ".[data]" '
             "(or choose dataset=mnist5k, shipped offline)",
             name="tensorflow_datasets",
         )

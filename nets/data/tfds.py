@@ -56,7 +56,7 @@ def load_tfds(
         import tensorflow_datasets as tfds
     except ImportError as e:
         raise ImportError(
-            f"loading {name!r} needs tensorflow-datasets: pip install -e \".[data]\" "
+            f'loading {name!r} needs tensorflow-datasets: pip install -e ".[data]" '
             "(or pip install tensorflow-datasets tensorflow-cpu); alternatively save the arrays "
             "as .npz and use nets.data.load('npz', path=...)"
         ) from e

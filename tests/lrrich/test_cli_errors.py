@@ -73,7 +73,7 @@ def test_missing_optional_extra_is_one_line(tmp_path, capsys, monkeypatch):
 
     _with_run(monkeypatch, needs_tfds)
     assert cli.main(["run", "toy", "--out", str(tmp_path / "r"), "--quiet"]) == 2
-    assert "pip install -e \".[data]\"" in _one_line_error(capsys)
+    assert 'pip install -e ".[data]"' in _one_line_error(capsys)
 
 
 def test_a_keyerror_bug_keeps_its_traceback(tmp_path, monkeypatch):

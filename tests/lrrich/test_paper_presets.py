@@ -691,7 +691,7 @@ OPEN_CHOICES = {
     "grokking_mlp": ("last partial batch", "initialisation", "raw [0, 1] pixels",
                      "D_LR is read on the test"),
     "target_downscaling": ("last partial batch", "initialisation", "raw [0, 1] pixels",
-                           "read on the training images"),
+                           "measures on the test images"),
     "mf_regime": ("last partial batch", "initialisation", "input normalisation", "VGG16's head",
                   "read on the test set"),
     "emergence": ("init std is the table's 0.01", "raw {0, 1} bits", "sampled with replacement"),

@@ -55,7 +55,7 @@ def test_npz_roundtrip_and_errors(tmp_path):
 
 def test_tfds_missing_says_what_to_do(tmp_path):
     if importlib.util.find_spec("tensorflow_datasets") is None:
-        with pytest.raises(ImportError, match=r"pip install 'lrrich\[data\]'"):
+        with pytest.raises(ImportError, match=r'pip install -e "\.\[data\]"'):
             load("mnist")
     else:
         with pytest.raises(FileNotFoundError, match="download=True"):

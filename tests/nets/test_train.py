@@ -172,7 +172,7 @@ def test_bad_data_is_a_clear_error(digits):
         ("epochs", -3, "epochs must be ≥ 0, got -3"),
         ("batch_size", 0, "batch_size must be ≥ 1, got 0"),
         ("steps", -1, "steps must be ≥ 0"),
-        ("lr", float("nan"), "lr must be ≥ 0, got nan"),
+        ("lr", float("nan"), "lr must be finite, got nan"),
         ("momentum", 1.0, r"momentum must be in \[0, 1\), got 1.0"),
         ("b2", -0.1, r"b2 must be in \[0, 1\)"),
         ("warmup_steps", -2, "warmup_steps must be ≥ 0"),
