@@ -110,7 +110,9 @@ def _cmd_table(args) -> int:
 def _cmd_record(args) -> int:
     from lrrich.table import record_run
 
-    print(f"recorded {args.run_dir} -> {record_run(args.run_dir, label=args.label)}")
+    root = Path(args.records) if args.records else None
+    path = record_run(args.run_dir, label=args.label, **({"root": root} if root else {}))
+    print(f"recorded {args.run_dir} -> {path}")
     return 0
 
 
@@ -385,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("run_dir")
     s.add_argument("--label", default=None, help="the record's name (default: the run's scale)")
+    s.add_argument("--records", default=None, help="records folder (default: docs/records)")
     s.set_defaults(func=_cmd_record)
     return p
 

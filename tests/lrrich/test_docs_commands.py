@@ -33,6 +33,9 @@ REFERENCES = {
     "lrrich report",
     "lrrich sweep --vmap",
     "lrrich report RUN --replot",
+    "lrrich record",
+    "lrrich record RUN",
+    "lrrich table [--check]",
 }
 # `lrrich verify` checks every closed form against the integrator (minutes); one model, one case.
 VERIFY_TINY = ["--cases", "1", "--models", "linear_model"]
@@ -112,6 +115,11 @@ def _argv(command: str, tmp_path: Path) -> list[str]:
         return [*words, *VERIFY_TINY]
     if sub in ("list", "info"):
         return words
+    if sub == "table":  # --check reads the committed docs and records; nothing is rewritten
+        return ["table", "--check"]
+    if sub == "record":  # a finished run kept in a scratch records folder, not the repository's
+        _toy_folder(tmp_path / words[1])
+        return [*words, "--records", str(tmp_path / "records")]
     raise AssertionError(f"no way to check `{command}` quickly: add one to {__name__}")
 
 
