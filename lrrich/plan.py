@@ -129,6 +129,7 @@ def sweep_plan(
     from lrrich.sweep import (
         EXECUTORS,
         check_sweep_folder,
+        check_sweep_keys,
         grid_points,
         one_seed_per_point,
         parse_shard,
@@ -149,20 +150,7 @@ def sweep_plan(
     )
     exp = get(name)
     fixed = dict(fixed or {})
-    valid = [f.name for f in dataclasses.fields(exp.config_cls)]
-    for k in grid:
-        if k not in valid:
-            raise ValueError(f"unknown grid key {k!r} for {name}; valid: {', '.join(valid)}")
-    both = sorted(set(fixed) & set(grid))
-    if both:
-        raise ValueError(f"--set and --grid both set {both}; use one of them")
-    if "seed" in fixed:
-        raise ValueError(
-            f"--set seed={fixed['seed']}: a sweep sets each point's seed (--seeds N: 0..N-1); "
-            f"for other seeds use --grid seed={fixed['seed']}"
-        )
-    if seeds > 1 and "seed" not in valid:
-        raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
+    valid = check_sweep_keys(name, grid, fixed, seeds)
     typed = dict(fixed)
     fixed = one_seed_per_point(name, valid, fixed, grid, seeds, lambda _: None)
     grid_points(grid, seeds)  # the command's own seed requests, checked as typed

@@ -375,6 +375,35 @@ def one_seed_per_point(name, valid, fixed, grid, seeds, log) -> dict[str, str]:
     return {**fixed, "seeds": "1"}
 
 
+def check_sweep_keys(name: str, grid: dict, fixed: dict, seeds: int) -> list[str]:
+    """The config fields of experiment ``name``, after checking the sweep's keys against them:
+    grid keys must be fields, a key is set by ``--set`` or ``--grid`` (not both), the seed is the
+    sweep's (``--seeds``), and ``--seeds`` > 1 needs a ``seed`` field.
+
+    Raises:
+      ValueError: naming the offending key and what to pass instead.
+    """
+    valid = [f.name for f in dataclasses.fields(get(name).config_cls)]
+    for k in grid:
+        if k not in valid:
+            hint = did_you_mean(k, valid)
+            raise ValueError(
+                f"unknown grid key {k!r} for {name}; {hint + ' ' if hint else ''}"
+                f"valid: {', '.join(valid)}"
+            )
+    both = sorted(set(fixed) & set(grid))
+    if both:
+        raise ValueError(f"--set and --grid both set {both}; use one of them")
+    if "seed" in fixed:
+        raise ValueError(
+            f"--set seed={fixed['seed']}: a sweep sets each point's seed (--seeds N: 0..N-1); "
+            f"for other seeds use --grid seed={fixed['seed']}"
+        )
+    if seeds > 1 and "seed" not in valid:
+        raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
+    return valid
+
+
 def run_sweep(
     name: str,
     grid: dict[str, list[str]],
@@ -449,24 +478,7 @@ def run_sweep(
         executor = "slurm"
     exp = get(name)
     fixed = dict(fixed or {})
-    valid = [f.name for f in dataclasses.fields(exp.config_cls)]
-    for k in grid:
-        if k not in valid:
-            hint = did_you_mean(k, valid)
-            raise ValueError(
-                f"unknown grid key {k!r} for {name}; {hint + ' ' if hint else ''}"
-                f"valid: {', '.join(valid)}"
-            )
-    both = sorted(set(fixed) & set(grid))
-    if both:
-        raise ValueError(f"--set and --grid both set {both}; use one of them")
-    if "seed" in fixed:
-        raise ValueError(
-            f"--set seed={fixed['seed']}: a sweep sets each point's seed (--seeds N: 0..N-1); "
-            f"for other seeds use --grid seed={fixed['seed']}"
-        )
-    if seeds > 1 and "seed" not in valid:
-        raise ValueError(f"{name}'s config has no 'seed' field; --seeds needs one")
+    valid = check_sweep_keys(name, grid, fixed, seeds)
     log = _lines(progress)
     typed = dict(fixed)
     fixed = one_seed_per_point(name, valid, fixed, grid, seeds, log)
