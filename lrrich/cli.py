@@ -242,49 +242,18 @@ _DRY_RUN_HELP = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``lrrich`` argument parser."""
-    p = argparse.ArgumentParser(
-        prog="lrrich",
-        description="Lazy vs rich training: exact solutions, the D_LR measure, paper reproductions.",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--quiet", action="store_true", help="no progress bars or progress lines; errors only"
-    )
-    common.add_argument("--debug", action="store_true", help="show the traceback of every error")
-
-    s = sub.add_parser("list", parents=[common], help="list registered experiments")
-    s.set_defaults(func=_cmd_list)
-
-    s = sub.add_parser("run", parents=[common], help="run a registered experiment")
-    s.add_argument("name", help="experiment name (see `lrrich list`)")
-    s.add_argument("--scale", default="small", help="config preset: small (CPU) or paper")
+def _add_run_folder(s: argparse.ArgumentParser, default_out: str) -> None:
+    """The overrides, run folder, resume and dry-run arguments of ``run`` and ``demo``."""
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
-    s.add_argument("--out", default=None, help="run folder (default runs/NAME-TIMESTAMP)")
+    s.add_argument("--out", default=None, help=f"run folder (default {default_out})")
     s.add_argument(
         "--resume", action="store_true", help="continue the run folder --out (same config only)"
     )
     s.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
-    s.set_defaults(func=_cmd_run)
 
-    s = sub.add_parser(
-        "demo",
-        parents=[common],
-        help="the main job: exact modes vs gradient flow, rich vs lazy MLP",
-    )
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override")
-    s.add_argument("--out", default=None, help="run directory (default runs/demo-TIMESTAMP)")
-    s.add_argument(
-        "--resume", action="store_true", help="continue the run folder --out (same config only)"
-    )
-    s.add_argument("--dry-run", action="store_true", help=_DRY_RUN_HELP)
-    s.set_defaults(func=_cmd_demo)
 
-    s = sub.add_parser(
-        "sweep", parents=[common], help="run an experiment over a grid of overrides and seeds"
-    )
+def _add_sweep(s: argparse.ArgumentParser) -> None:
+    """The arguments of ``lrrich sweep`` (grid, seeds, executors, SLURM options)."""
     s.add_argument("name")
     s.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2", help="grid axis")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fixed override")
@@ -345,6 +314,41 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-wait", action="store_true", help="return after submitting; re-run to aggregate"
     )
     s.set_defaults(func=_cmd_sweep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``lrrich`` argument parser."""
+    p = argparse.ArgumentParser(
+        prog="lrrich",
+        description="Lazy vs rich training: exact solutions, the D_LR measure, paper reproductions.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--quiet", action="store_true", help="no progress bars or progress lines; errors only"
+    )
+    common.add_argument("--debug", action="store_true", help="show the traceback of every error")
+
+    s = sub.add_parser("list", parents=[common], help="list registered experiments")
+    s.set_defaults(func=_cmd_list)
+
+    s = sub.add_parser("run", parents=[common], help="run a registered experiment")
+    s.add_argument("name", help="experiment name (see `lrrich list`)")
+    s.add_argument("--scale", default="small", help="config preset: small (CPU) or paper")
+    _add_run_folder(s, "runs/NAME-TIMESTAMP")
+    s.set_defaults(func=_cmd_run)
+
+    s = sub.add_parser(
+        "demo",
+        parents=[common],
+        help="the main job: exact modes vs gradient flow, rich vs lazy MLP",
+    )
+    _add_run_folder(s, "runs/demo-TIMESTAMP")
+    s.set_defaults(func=_cmd_demo)
+
+    _add_sweep(sub.add_parser(
+        "sweep", parents=[common], help="run an experiment over a grid of overrides and seeds"
+    ))  # fmt: skip
 
     s = sub.add_parser(
         "verify", parents=[common], help="check every closed form in sims against gradient flow"
