@@ -127,9 +127,9 @@ def sweep_plan(
         except a missing optional extra or an absent SLURM, which the plan lists instead.
     """
     from lrrich.sweep import (
-        EXECUTORS,
         check_sweep_folder,
         check_sweep_keys,
+        check_sweep_options,
         grid_points,
         one_seed_per_point,
         parse_shard,
@@ -137,12 +137,7 @@ def sweep_plan(
         point_status,
     )
 
-    if vectorize and not vmap:
-        raise ValueError("--vectorize applies to --vmap sweeps; add --vmap")
-    if executor not in EXECUTORS:
-        raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
-    if jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    check_sweep_options(vectorize=vectorize, vmap=vmap, executor=executor, jobs=jobs, seeds=seeds)
     in_array = shard == "slurm" and "SLURM_ARRAY_TASK_ID" in os.environ
     shard_text, shard = (
         shard,

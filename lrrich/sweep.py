@@ -456,26 +456,10 @@ def run_sweep(
       FileExistsError: ``sweep_dir`` is a file, or a non-empty folder that is not a sweep folder.
       lrrich.runfolder.FolderInUse: another process is writing into ``sweep_dir``.
     """
-    if vectorize and not vmap:
-        raise ValueError("--vectorize applies to --vmap sweeps; add --vmap")
-    if executor not in EXECUTORS:
-        raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"--jobs must be a whole number ≥ 1, got {jobs!r}")
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(
-            f"--seeds must be a whole number ≥ 1 (seeds per grid point), got {seeds!r}"
-        )
+    check_sweep_options(vectorize=vectorize, vmap=vmap, executor=executor, jobs=jobs, seeds=seeds)
     grid = _checked_grid(grid)
     executor_name = executor
-    if executor != "local":
-        from lrrich.executors import SlurmOptions, check_available
-
-        slurm = slurm or SlurmOptions()
-        if executor == "local-submitit":
-            slurm = dataclasses.replace(slurm, cluster="local")
-        check_available(slurm)  # before anything is written
-        executor = "slurm"
+    executor, slurm = _executor(executor, slurm)
     exp = get(name)
     fixed = dict(fixed or {})
     valid = check_sweep_keys(name, grid, fixed, seeds)
@@ -507,22 +491,8 @@ def run_sweep(
                 f"{sweep_dir} changed while this sweep started (another process wrote to it); "
                 "nothing was run — run the command again"
             )
-        mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
-        before = {i: point_status(point_dir(sweep_dir, points[i]))["status"] for i in mine}
-        todo = [i for i in mine if before[i] not in DONE]
-        if executor == "slurm":
-            from lrrich.executors import active_points
-
-            busy = active_points(sweep_dir / "logs")
-            queued = [i for i in todo if point_dir(sweep_dir, points[i]).name in busy]
-            if queued:
-                log(
-                    f"{len(queued)} points are still queued or running on SLURM; not submitted again"
-                )
-            todo = [i for i in todo if i not in queued]
+        before, todo = _points_to_run(sweep_dir, points, shard, executor == "slurm", log)
         run = {
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "command": runfolder.command_line(),
             "executor": executor_name,
             "jobs": jobs,
             "vmap": vmap,
@@ -530,9 +500,7 @@ def run_sweep(
             "shard": f"{shard[0]}/{shard[1]}" if shard else None,
             "points_run": len(todo),
         }
-        io.write_json(sweep_dir / SWEEP_CONFIG, keys)
-        with open(sweep_dir / SWEEP_RUNS, "a") as f:  # one short append: shards do not collide
-            f.write(json.dumps(run) + "\n")
+        _record_command(sweep_dir, keys, run)
         log(_what_this_run_does(name, sweep_dir, stored, notes, points, before, todo))
         if vmap and not todo:
             log("--vmap went unused: no point is left to run")
@@ -549,23 +517,82 @@ def run_sweep(
         ]
         labels = [point_dir(sweep_dir, points[i]).name for i in todo]
         if executor == "slurm":
-            from lrrich.executors import SlurmOptions, run_array
-
-            outs = run_array(
-                run_point,
-                args,
-                labels,
-                sweep_dir / "logs",
-                slurm or SlurmOptions(),
-                name=name,
-                log=log,
-            )
-            for a, out in zip(args, outs or [], strict=False):
-                if out["status"] == FAILED and not (Path(a[4]) / STATUS).exists():
-                    io.write_json(Path(a[4]) / STATUS, out)  # the job died before run_point could
+            _run_slurm(args, labels, sweep_dir, slurm, name, log)
         else:
             _run_local(args, labels, jobs, log, progress)
         return aggregate(sweep_dir)
+
+
+def _points_to_run(sweep_dir: Path, points: list, shard, on_slurm: bool, log):
+    """(status of this command's points, the indices still to run): this shard's points that are
+    not done, less those still queued or running on SLURM."""
+    mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
+    before = {i: point_status(point_dir(sweep_dir, points[i]))["status"] for i in mine}
+    todo = [i for i in mine if before[i] not in DONE]
+    if on_slurm:
+        from lrrich.executors import active_points
+
+        busy = active_points(sweep_dir / "logs")
+        queued = [i for i in todo if point_dir(sweep_dir, points[i]).name in busy]
+        if queued:
+            log(f"{len(queued)} points are still queued or running on SLURM; not submitted again")
+        todo = [i for i in todo if i not in queued]
+    return before, todo
+
+
+def _record_command(sweep_dir: Path, keys: dict, settings: dict) -> None:
+    """Write the sweep's keys and append how this command runs it (start time, command line,
+    ``settings``) to :data:`SWEEP_RUNS`."""
+    run = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": runfolder.command_line(),
+        **settings,
+    }
+    io.write_json(sweep_dir / SWEEP_CONFIG, keys)
+    with open(sweep_dir / SWEEP_RUNS, "a") as f:  # one short append: shards do not collide
+        f.write(json.dumps(run) + "\n")
+
+
+def check_sweep_options(*, vectorize: bool, vmap: bool, executor: str, jobs, seeds) -> None:
+    """Refuse sweep options that cannot run (``--vectorize`` without ``--vmap``, an unknown
+    executor, ``--jobs`` or ``--seeds`` not a whole number ≥ 1), before anything is read."""
+    if vectorize and not vmap:
+        raise ValueError("--vectorize applies to --vmap sweeps; add --vmap")
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"--jobs must be a whole number ≥ 1, got {jobs!r}")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(
+            f"--seeds must be a whole number ≥ 1 (seeds per grid point), got {seeds!r}"
+        )
+
+
+def _executor(executor: str, slurm):
+    """``("local", slurm)``, or ``("slurm", options)`` for the submitit executors, whose
+    cluster is checked to be reachable before anything is written."""
+    if executor == "local":
+        return executor, slurm
+    from lrrich.executors import SlurmOptions, check_available
+
+    slurm = slurm or SlurmOptions()
+    if executor == "local-submitit":
+        slurm = dataclasses.replace(slurm, cluster="local")
+    check_available(slurm)
+    return "slurm", slurm
+
+
+def _run_slurm(args: list, labels: list[str], sweep_dir: Path, slurm, name: str, log) -> None:
+    """The points as one submitit job array; a job that died before its point could write its
+    status is recorded as failed."""
+    from lrrich.executors import SlurmOptions, run_array
+
+    outs = run_array(
+        run_point, args, labels, sweep_dir / "logs", slurm or SlurmOptions(), name=name, log=log
+    )
+    for a, out in zip(args, outs or [], strict=False):
+        if out["status"] == FAILED and not (Path(a[4]) / STATUS).exists():
+            io.write_json(Path(a[4]) / STATUS, out)
 
 
 def _checked_grid(grid) -> dict[str, list[str]]:
