@@ -126,9 +126,9 @@ def batched_log_points(backend: str | None = None) -> bool:
     """Whether the R runs' log points run as one ``vmap`` (batched) or one after another.
 
     Batched on GPUs and TPUs, where one run's forward pass and D_LR are chains of small kernels
-    that leave the card idle; looped (``lax.map``) on the CPU, where the batched form was no
-    faster (14.7 vs 11.2 ms for 16 digits-MLP runs) and, for a 16-run digits MLP with chunks of
-    1,024 rows, deadlocks XLA:CPU (0 % CPU; measured with jax 0.10.2, benchmarks/bench_vmap_sweep.py).
+    that use a fraction of the card; looped (``lax.map``) on the CPU, where the batched form is
+    slower (XLA:CPU's batched QR and SVD) and, for a 16-run digits MLP with chunks of 1,024 rows,
+    can deadlock XLA:CPU (docs/findings/benchmarks.md, bench_vmap_sweep).
     """
     return (backend or jax.default_backend()) != "cpu"
 
