@@ -342,6 +342,11 @@ class Claim:
             )
         if not self.source or not self.quote:
             raise ValueError(f"claim {self.key!r} needs its paper place and quoted sentence")
+        if self.seeds < MIN_SEEDS:
+            raise ValueError(
+                f"claim {self.key!r}: seeds = {self.seeds} < {MIN_SEEDS}; a claim decided by "
+                "one computation is exact=True"
+            )
         unknown = [f for f in self.dlr if f not in self.fields()]
         if unknown:
             raise ValueError(f"claim {self.key!r}: dlr fields {unknown} are not read by it")

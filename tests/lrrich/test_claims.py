@@ -130,6 +130,8 @@ def test_declarations_are_checked():
         C.Claim("k", "D", "'q'", "x", "validation", C.Below("a", 1))
     with pytest.raises(ValueError, match="not read"):
         C.Claim("k", "D", "'q'", "x", "test", C.Below("a", 1), dlr=("b",))
+    with pytest.raises(ValueError, match="exact=True"):
+        C.Claim("k", "D", "'q'", "x", "test", C.Below("a", 1), seeds=1)
     with pytest.raises(ValueError, match="op"):
         C.Premise("a", "=>", 1.0, "a")
     with pytest.raises(ValueError, match="one value per seed"):
