@@ -141,44 +141,36 @@ def _cmd_sweep(args) -> int:
     from lrrich.sweep import parse_grid, parse_shard, run_sweep, text_table
 
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{args.name}"
+    grid = parse_grid(args.grid)
+    # What the plan and the run read alike; each adds its own view of --shard and SLURM.
+    common = {
+        "seeds": args.seeds,
+        "scale": args.scale,
+        "fixed": _parse_sets(args.set),
+        "jobs": args.jobs,
+        "executor": args.executor,
+        "vmap": args.vmap or args.vectorize,
+        "vectorize": args.vectorize,
+        "max_runs": args.max_runs,
+        "yes": args.yes,
+    }
     if args.dry_run:
         from lrrich.plan import format_plan, sweep_plan
 
         plan = sweep_plan(
-            args.name,
-            parse_grid(args.grid),
-            out,
-            seeds=args.seeds,
-            scale=args.scale,
-            fixed=_parse_sets(args.set),
-            jobs=args.jobs,
-            executor=args.executor,
-            slurm_gpus=args.slurm_gpus,
-            shard=args.shard,
-            vmap=args.vmap or args.vectorize,
-            vectorize=args.vectorize,
-            max_runs=args.max_runs,
-            yes=args.yes,
+            args.name, grid, out, slurm_gpus=args.slurm_gpus, shard=args.shard, **common
         )
         print(format_plan(plan, "sweep"))
         return 0
     args.folder = out
     result = run_sweep(
         args.name,
-        parse_grid(args.grid),
+        grid,
         out,
-        seeds=args.seeds,
-        scale=args.scale,
-        jobs=args.jobs,
-        max_runs=args.max_runs,
-        yes=args.yes,
         progress=not args.quiet,
-        executor=args.executor,
         slurm=_slurm_options(args) if args.executor != "local" else None,
         shard=parse_shard(args.shard) if args.shard else None,
-        vmap=args.vmap or args.vectorize,
-        fixed=_parse_sets(args.set),
-        vectorize=args.vectorize,
+        **common,
     )
     if not args.quiet:
         print(text_table(result))

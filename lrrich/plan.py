@@ -19,6 +19,19 @@ from pathlib import Path
 
 from lrrich import runfolder
 from lrrich.registry import get
+from lrrich.sweep import (
+    DONE,
+    check_max_runs,
+    check_sweep_folder,
+    check_sweep_options,
+    command_sweep,
+    grid_points,
+    parse_shard,
+    point_dir,
+    point_flags,
+    point_status,
+    shard_indices,
+)
 
 __all__ = ["Plan", "format_plan", "run_plan", "sweep_plan"]
 
@@ -126,54 +139,15 @@ def sweep_plan(
         against ``--grid``, ``--max-runs``, ``--jobs``, ``--vectorize`` without ``--vmap``),
         except a missing optional extra or an absent SLURM, which the plan lists instead.
     """
-    from lrrich.sweep import (
-        check_sweep_folder,
-        check_sweep_keys,
-        check_sweep_options,
-        grid_points,
-        one_seed_per_point,
-        parse_shard,
-        point_dir,
-        point_status,
-    )
-
     check_sweep_options(vectorize=vectorize, vmap=vmap, executor=executor, jobs=jobs, seeds=seeds)
-    in_array = shard == "slurm" and "SLURM_ARRAY_TASK_ID" in os.environ
-    shard_text, shard = (
-        shard,
-        (parse_shard(shard) if shard and shard != "slurm" or in_array else None),
-    )
+    shard_text, shard = shard, _planned_shard(shard)
     exp = get(name)
-    fixed = dict(fixed or {})
-    valid = check_sweep_keys(name, grid, fixed, seeds)
-    typed = dict(fixed)
-    fixed = one_seed_per_point(name, valid, fixed, grid, seeds, lambda _: None)
-    grid_points(grid, seeds)  # the command's own seed requests, checked as typed
-    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": typed}
-    if fixed != typed:
-        meta["per_point"] = {k: v for k, v in fixed.items() if k not in typed}
-    # The sweep the folder will hold: an existing sweep folder may grow by grid values or seeds.
-    meta = check_sweep_folder(out, meta) or meta
-    points = grid_points(meta["grid"], meta["seeds"])
-    flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
+    meta, fixed = command_sweep(name, grid, dict(fixed or {}), seeds, scale, lambda _: None)
+    points = _folder_points(out, meta)
+    flags = point_flags(grid)
     configs = [_config(exp, scale, {**fixed, **p}, flags) for p in points]
-    if len(points) > max_runs and not yes:
-        raise ValueError(
-            f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
-        )
-    mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
-    done = (
-        sum(
-            point_status(point_dir(out, points[i]))["status"] in ("finished", "diverged")
-            for i in mine
-        )
-        if out.is_dir()
-        else 0
-    )
-    if out.is_dir() and any(out.iterdir()):
-        out_state = f"exists: {done} of {len(mine)} points of this command finished, not run again"
-    else:
-        out_state = _folder_state(out)
+    check_max_runs(len(points), max_runs, yes)
+    mine, out_state = _sweep_folder_state(out, points, shard)
     return Plan(
         experiment=exp.name,
         scale=scale,
@@ -188,6 +162,30 @@ def sweep_plan(
         out=out,
         out_state=out_state,
     )
+
+
+def _planned_shard(shard: str | None) -> tuple[int, int] | None:
+    """``(i, N)`` of ``--shard``; None for the whole grid, which ``--shard slurm`` outside an
+    array task plans (the array's tasks share it)."""
+    if shard == "slurm" and "SLURM_ARRAY_TASK_ID" not in os.environ:
+        return None
+    return parse_shard(shard) if shard else None
+
+
+def _folder_points(out: Path, meta: dict) -> list[dict[str, str]]:
+    """The points of the sweep ``out`` will hold: an existing sweep folder may grow by grid
+    values or seeds (:func:`lrrich.sweep.check_sweep_folder`)."""
+    meta = check_sweep_folder(out, meta)
+    return grid_points(meta["grid"], meta["seeds"])
+
+
+def _sweep_folder_state(out: Path, points, shard) -> tuple[range, str]:
+    """The indices of this command's points (its shard) and, in words, what ``out`` holds of them."""
+    mine = shard_indices(len(points), shard)
+    if not (out.is_dir() and any(out.iterdir())):
+        return mine, _folder_state(out)
+    done = sum(point_status(point_dir(out, points[i]))["status"] in DONE for i in mine)
+    return mine, f"exists: {done} of {len(mine)} points of this command finished, not run again"
 
 
 def format_plan(plan: Plan, command: str) -> str:

@@ -458,75 +458,114 @@ def run_sweep(
     """
     check_sweep_options(vectorize=vectorize, vmap=vmap, executor=executor, jobs=jobs, seeds=seeds)
     grid = _checked_grid(grid)
-    executor_name = executor
+    settings = _run_settings(executor, jobs, vmap, vectorize, shard)
     executor, slurm = _executor(executor, slurm)
-    exp = get(name)
-    fixed = dict(fixed or {})
-    valid = check_sweep_keys(name, grid, fixed, seeds)
-    log = _lines(progress)
-    typed = dict(fixed)
-    fixed = one_seed_per_point(name, valid, fixed, grid, seeds, log)
-    grid_points(grid, seeds)  # the command's own seed requests, checked as typed
-    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": typed}
-    if fixed != typed:
-        meta["per_point"] = {k: v for k, v in fixed.items() if k not in typed}
-    sweep_dir = Path(sweep_dir)
+    exp, log, sweep_dir = get(name), _lines(progress), Path(sweep_dir)
+    asked, fixed = command_sweep(name, grid, dict(fixed or {}), seeds, scale, log)
     stored = _stored_sweep(sweep_dir)
-    asked, (meta, notes) = meta, grown_sweep(stored, meta, sweep_dir)
-    keys = _sweep_keys(meta)
-    points = grid_points(meta["grid"], meta["seeds"])
-    overrides = [{**fixed, **p} for p in points]
-    flags = {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
-    # Every point's whole config is built and checked before anything is written or run.
-    configs = [exp.config(scale, o, flags=flags, runnable=True) for o in overrides]
-    if len(points) > max_runs and not yes:
-        raise ValueError(
-            f"the sweep would launch {len(points)} runs (> --max-runs {max_runs}); pass --yes"
-        )
+    meta, notes = grown_sweep(stored, asked, sweep_dir)
+    points, overrides, configs = _checked_points(exp, scale, meta, fixed, grid, max_runs, yes)
     # The shards of one sweep (--shard i/N, each its own points) may run at once; nothing else.
     with runfolder.lock(sweep_dir, shared=shard is not None):
-        now = _stored_sweep(sweep_dir)  # another shard may have recorded the same sweep
-        if now != stored and _sweep_keys(grown_sweep(now, asked, sweep_dir)[0]) != keys:
-            raise ValueError(
-                f"{sweep_dir} changed while this sweep started (another process wrote to it); "
-                "nothing was run — run the command again"
-            )
+        _refuse_a_changed_folder(sweep_dir, stored, asked, meta)
         before, todo = _points_to_run(sweep_dir, points, shard, executor == "slurm", log)
-        run = {
-            "executor": executor_name,
-            "jobs": jobs,
-            "vmap": vmap,
-            "vectorize": vectorize,
-            "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-            "points_run": len(todo),
-        }
-        _record_command(sweep_dir, keys, run)
+        _record_command(sweep_dir, _sweep_keys(meta), {**settings, "points_run": len(todo)})
         log(_what_this_run_does(name, sweep_dir, stored, notes, points, before, todo))
-        if vmap and not todo:
-            log("--vmap went unused: no point is left to run")
-        if vmap and todo:
-            todo = _run_vmapped(
-                exp, scale, [configs[i] for i in todo], points, todo, sweep_dir, log, vectorize
-            )
-        shared = jobs > 1 or (
-            executor == "slurm" and slurm is not None and slurm.cluster == "local"
-        )
-        args = [
-            (name, exp.module, scale, overrides[i], str(point_dir(sweep_dir, points[i])), shared)
-            for i in todo
-        ]
-        labels = [point_dir(sweep_dir, points[i]).name for i in todo]
-        if executor == "slurm":
-            _run_slurm(args, labels, sweep_dir, slurm, name, log)
-        else:
-            _run_local(args, labels, jobs, log, progress)
+        if vmap:
+            todo = _run_vmapped(exp, scale, configs, points, todo, sweep_dir, log, vectorize)
+        runs = [(overrides[i], point_dir(sweep_dir, points[i])) for i in todo]
+        _run_points(exp, scale, runs, sweep_dir, executor, slurm, jobs, log, progress)
         return aggregate(sweep_dir)
+
+
+def command_sweep(
+    name: str, grid: dict, fixed: dict[str, str], seeds: int, scale: str, log
+) -> tuple[dict, dict[str, str]]:
+    """The sweep this command asks for, checked, and the overrides every one of its points gets.
+
+    Returns:
+      the sweep as ``sweep_config.json`` records it (``experiment``, ``scale``, ``grid``,
+      ``seeds``, ``set``: ``fixed`` as typed, and ``per_point``: what the sweep adds to it, the
+      ``seeds=1`` of :func:`one_seed_per_point`), and ``fixed`` with those additions.
+
+    Raises:
+      ValueError: the refusals of :func:`check_sweep_keys`, :func:`one_seed_per_point` and
+        :func:`grid_points`.
+    """
+    valid = check_sweep_keys(name, grid, fixed, seeds)
+    every_point = one_seed_per_point(name, valid, fixed, grid, seeds, log)
+    grid_points(grid, seeds)  # the command's own seed requests, checked as typed
+    meta = {"experiment": name, "scale": scale, "grid": grid, "seeds": seeds, "set": dict(fixed)}
+    if every_point != fixed:
+        meta["per_point"] = {k: v for k, v in every_point.items() if k not in fixed}
+    return meta, every_point
+
+
+def point_flags(grid: dict) -> dict[str, str]:
+    """The option that set each swept key (``--grid``, or ``--seeds`` for the seed), which a
+    refused value names."""
+    return {**{k: "--grid" for k in grid}, **({"seed": "--seeds"} if "seed" not in grid else {})}
+
+
+def check_max_runs(runs: int, max_runs: int, yes: bool) -> None:
+    """Refuse a sweep of more than ``max_runs`` runs unless ``yes`` (``--yes``)."""
+    if runs > max_runs and not yes:
+        raise ValueError(
+            f"the sweep would launch {runs} runs (> --max-runs {max_runs}); pass --yes"
+        )
+
+
+def shard_indices(n: int, shard: tuple[int, int] | None) -> range:
+    """The indices of the ``n`` points that shard ``(i, N)`` runs: ``i, i+N, …`` (all without)."""
+    return range(n) if shard is None else range(shard[0], n, shard[1])
+
+
+def _checked_points(exp, scale: str, meta: dict, fixed: dict, grid: dict, max_runs, yes):
+    """The points of the folder's sweep ``meta``, the overrides of each and its checked config.
+
+    Every point's whole config is built and checked before anything is written or run.
+
+    Raises:
+      ValueError: a point whose config cannot run, or more than ``max_runs`` runs without ``yes``.
+    """
+    points = grid_points(meta["grid"], meta["seeds"])
+    overrides = [{**fixed, **p} for p in points]
+    flags = point_flags(grid)
+    configs = [exp.config(scale, o, flags=flags, runnable=True) for o in overrides]
+    check_max_runs(len(points), max_runs, yes)
+    return points, overrides, configs
+
+
+def _refuse_a_changed_folder(sweep_dir: Path, stored, asked: dict, meta: dict) -> None:
+    """Refuse to run when another process recorded a different sweep in ``sweep_dir`` since it was
+    read (``stored``); another shard of the same sweep may have recorded it, which is fine."""
+    now = _stored_sweep(sweep_dir)
+    if now != stored and _sweep_keys(grown_sweep(now, asked, sweep_dir)[0]) != _sweep_keys(meta):
+        raise ValueError(
+            f"{sweep_dir} changed while this sweep started (another process wrote to it); "
+            "nothing was run — run the command again"
+        )
+
+
+def _run_points(exp, scale: str, runs, sweep_dir: Path, executor, slurm, jobs, log, progress):
+    """Run each ``(overrides, run folder)`` of ``runs`` as a point, on SLURM or here.
+
+    Processes that share one accelerator (``jobs > 1``, or a submitit array run locally) allocate
+    its memory on demand (:func:`run_point`'s ``share_device``).
+    """
+    shared = jobs > 1 or (executor == "slurm" and slurm is not None and slurm.cluster == "local")
+    args = [(exp.name, exp.module, scale, o, str(d), shared) for o, d in runs]
+    labels = [d.name for _, d in runs]
+    if executor == "slurm":
+        _run_slurm(args, labels, sweep_dir, slurm, exp.name, log)
+    else:
+        _run_local(args, labels, jobs, log, progress)
 
 
 def _points_to_run(sweep_dir: Path, points: list, shard, on_slurm: bool, log):
     """(status of this command's points, the indices still to run): this shard's points that are
     not done, less those still queued or running on SLURM."""
-    mine = range(len(points)) if shard is None else range(shard[0], len(points), shard[1])
+    mine = shard_indices(len(points), shard)
     before = {i: point_status(point_dir(sweep_dir, points[i]))["status"] for i in mine}
     todo = [i for i in mine if before[i] not in DONE]
     if on_slurm:
@@ -538,6 +577,18 @@ def _points_to_run(sweep_dir: Path, points: list, shard, on_slurm: bool, log):
             log(f"{len(queued)} points are still queued or running on SLURM; not submitted again")
         todo = [i for i in todo if i not in queued]
     return before, todo
+
+
+def _run_settings(executor: str, jobs: int, vmap: bool, vectorize: bool, shard) -> dict:
+    """How this command runs the sweep, as :data:`SWEEP_RUNS` records it (and ``sweep.md`` shows)."""
+    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    return {
+        "executor": executor,
+        "jobs": jobs,
+        "vmap": vmap,
+        "vectorize": vectorize,
+        "shard": shard_text,
+    }
 
 
 def _record_command(sweep_dir: Path, keys: dict, settings: dict) -> None:
@@ -683,15 +734,20 @@ def _run_local(args, labels, jobs: int, log, progress: bool) -> None:
 def _run_vmapped(
     exp, scale: str, configs, points, todo, sweep_dir, log, vectorize: bool = False
 ) -> list[int]:
-    """Run ``todo`` through ``lrrich.sweep_vmap``; returns the points left for processes."""
+    """Run the points ``todo`` (indices into ``points`` and their ``configs``) through
+    ``lrrich.sweep_vmap``; returns the points left for processes."""
+    if not todo:
+        log("--vmap went unused: no point is left to run")
+        return todo
     try:
         from lrrich import sweep_vmap
     except ImportError as e:
         log(f"--vmap unavailable ({e}); running the points as processes")
         return todo
     dirs = [point_dir(sweep_dir, points[i]) for i in todo]
+    todo_configs = [configs[i] for i in todo]
     try:
-        sweep_vmap.run_points(exp, configs, dirs, scale=scale, vectorize=vectorize)
+        sweep_vmap.run_points(exp, todo_configs, dirs, scale=scale, vectorize=vectorize)
     except sweep_vmap.VmapUnsupported as e:
         log(f"--vmap: {e}; running the points as processes")
         return todo
