@@ -1,6 +1,5 @@
 """Sweeps: failing points, stale folders, sample statistics, the figure, shards, --vmap."""
 
-import dataclasses
 import re
 import shlex
 import sys
@@ -311,37 +310,3 @@ def test_a_fixed_override_that_cannot_run_stops_the_sweep_before_any_point(tmp_p
     with pytest.raises(ValueError, match=r"^--set epochs=-3: epochs must be ≥ 0, got -3"):
         run_sweep("demo", {"lr": ["0.1", "0.2"]}, tmp_path / "s", fixed={"epochs": "-3"})
     assert not (tmp_path / "s").exists()
-
-
-def _multi_seed_toy():
-    """The toy experiment with a ``seeds`` field, as the multi-seed image experiments have."""
-    mod = types.ModuleType("toy_seeds")
-
-    @dataclasses.dataclass(frozen=True)
-    class Config:
-        seed: int = 0
-        seeds: int = 3
-
-    def run(config, run_dir):
-        return {"summary": {"first_seed": config.seed, "seeds_trained": config.seeds}}
-
-    mod.NAME, mod.DESCRIPTION, mod.Config, mod.run = "toy-seeds", "multi-seed fixture", Config, run
-    return mod
-
-
-def test_a_seed_sweep_of_a_multi_seed_experiment_trains_disjoint_seeds(tmp_path):
-    """Each point of `--seeds N` over an experiment that repeats its runs over seeds trains one
-    seed, so no two points share a run (seed, …, seed + seeds − 1 would overlap)."""
-    lrrich.registry.register(_multi_seed_toy())
-    try:
-        out = run_sweep("toy-seeds", {}, tmp_path, seeds=3, progress=False)
-        trained = [
-            io.read_json(tmp_path / p["dir"] / "results.json")["summary"] for p in out["points"]
-        ]
-        assert sorted(s["first_seed"] for s in trained) == [0, 1, 2]
-        assert all(s["seeds_trained"] == 1 for s in trained)
-        with pytest.raises(ValueError, match="Use --seeds instead of --set seeds=3"):
-            run_sweep("toy-seeds", {}, tmp_path / "b", seeds=2, fixed={"seeds": "3"})
-        assert not (tmp_path / "b").exists()  # refused before anything is written
-    finally:
-        lrrich.registry._REGISTRY.pop("toy-seeds", None)

@@ -105,6 +105,18 @@ def toy_seeds():
     registry._REGISTRY.pop("toy-seeds", None)
 
 
+def test_a_seed_sweep_of_a_multi_seed_experiment_trains_disjoint_seeds(tmp_path, toy_seeds):
+    """Each point of `--seeds N` over an experiment that repeats its runs over seeds trains one
+    seed, so no two points share a run (seed, …, seed + seeds − 1 would overlap)."""
+    out = run_sweep(toy_seeds, {}, tmp_path, seeds=3, progress=False)
+    trained = [io.read_json(tmp_path / p["dir"] / "results.json")["summary"] for p in out["points"]]
+    assert sorted(s["first_seed"] for s in trained) == [0, 1, 2]
+    assert all(s["seeds_trained"] == 1 for s in trained)
+    with pytest.raises(ValueError, match="Use --seeds instead of --set seeds=3"):
+        run_sweep(toy_seeds, {}, tmp_path / "b", seeds=2, fixed={"seeds": "3"})
+    assert not (tmp_path / "b").exists()  # refused before anything is written
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_seeds_n_trains_n_seeds_per_grid_point_for_every_n(tmp_path, toy_seeds, n):
     out = run_sweep(toy_seeds, parse_grid(["offset=0,1"]), tmp_path, seeds=n, progress=False)
