@@ -18,7 +18,7 @@ Timings: a stacked run's ``History`` times are its share, 1/R, of the program's 
 its thread's wall time, which overlaps the other points' (``timing.vmap_points`` says how many).
 
 Agreement with ``--jobs``: on the CPU the results are bitwise those of separate runs
-(:data:`VMAP_RTOL`); on a GPU to round-off (:data:`nets.step.run_each`).
+(:data:`VMAP_RTOL`); on a GPU to round-off (:data:`nets.step.MODES`).
 ``--vectorize`` (``run_points(vectorize=True)``) steps a group's runs as one ``jax.vmap`` instead:
 batched matmuls, faster training steps for small models (``benchmarks/bench_vmap_sweep.py``). Each
 run then equals its own ``train`` to float32 round-off per step (the sums are reordered), which

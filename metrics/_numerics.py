@@ -59,11 +59,18 @@ def rank_rtol(dtype, m, k) -> jax.Array:
 def pow2_scale(x: jax.Array) -> jax.Array:
     """``x · 2⁻ᵉ`` with 2ᵉ ≈ max|x|: exact (no rounding), keeps squares and Grams in range.
 
+    Exact for normal numbers; subnormal entries are flushed to zero on backends that flush them
+    (XLA:CPU), as in every other operation there.
+
     Every metric here is invariant to the scale of Φ and F, so finite inputs of any magnitude
     (float32 ~10²⁰, whose Gram overflows, or ~10⁻³⁰, whose Gram underflows) give finite answers.
     """
     _, e = jnp.frexp(jnp.max(jnp.abs(x)))
-    return jnp.ldexp(x, -e)
+    # two scalar factors 2⁻ᵃ·2⁻ᵇ (a + b = e, each in range): a multiply by a power of two is
+    # exact, and is ~7× faster on XLA:CPU than an elementwise ``jnp.ldexp`` of x
+    a = e // 2
+    one = jnp.ones((), x.dtype)
+    return x * jnp.ldexp(one, -a) * jnp.ldexp(one, a - e)
 
 
 def centre(x: jax.Array) -> tuple[jax.Array, jax.Array]:

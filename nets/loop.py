@@ -13,7 +13,8 @@ The call chain from :func:`train` to the step::
     └─ fit(models, ...)            checks, builds the runs (nets.step.build / build_many), folders
        └─ _loop(runs, ...)         per epoch: one permutation; per stop: log, checkpoint, divergence
           └─ Runs.advance          one compiled scan per chunk of steps:
-             └─ nets.step.run_jit  (one run) / run_many (R runs, vmap) / run_each (R runs, lax.map)
+             └─ nets.step.advance  the one compiled entry; mode "one" (one run), "vmap" (R runs
+                │                  as one jax.vmap) or "map" (R runs one after another)
                 └─ nets.step.run → run_batches (lax.scan) → nets.step.step
 
 Randomness is a pure function of ``key`` and the step: the data order of epoch e uses
@@ -66,15 +67,13 @@ from nets.history import History, JsonlLog, TrainingDiverged
 from nets.step import (
     Program,
     TrainState,
+    advance,
     build,
     build_many,
     epoch_order,
     forward,
     learning_rate,
     learning_rate_jit,
-    run_each,
-    run_jit,
-    run_many,
 )
 from nets.xla_cpu import one_blas_thread
 
@@ -235,9 +234,9 @@ class Runs:
       data_keys, aug_keys: the data-order and augmentation keys, (R,) when stacked;
       configs: the R configs; stacked: R runs in one program (else one run, possibly sharded);
       idx_sharding: how one run's minibatch indices are sharded over a device mesh, or None;
-      vectorize: stacked runs train as a ``jax.vmap`` of the step (:func:`nets.step.run_many`),
-        else one after another in the program (:func:`nets.step.run_each`, bitwise = train on
-        the CPU).
+      vectorize: stacked runs train as a ``jax.vmap`` of the step (mode ``"vmap"`` of
+        :func:`nets.step.advance`), else one after another in the program (``"map"``, bitwise
+        = train on the CPU).
     """
 
     program: Program
@@ -258,20 +257,19 @@ class Runs:
         """Minibatch indices of epoch ``epoch``: (spe, B), or (R, spe, B) when stacked."""
         if self.stacked:
             return _epoch_orders(self.data_keys, epoch, n, spe, batch)
-        return epoch_order(jax.random.fold_in(self.data_keys, epoch), n, spe, batch)
+        order = epoch_order(jax.random.fold_in(self.data_keys, epoch), n, spe, batch)
+        if self.idx_sharding is not None:  # each minibatch split over the devices
+            order = jax.device_put(order, self.idx_sharding)
+        return order
 
-    def advance(self, x, y, perm: jax.Array, j: int, length: int) -> jax.Array:
+    def advance(self, x, y, order: jax.Array, j: int, length: int) -> jax.Array:
         """``length`` steps from position ``j`` of the epoch; returns the (R, length) losses."""
-        if self.stacked:
-            idx = perm[:, j : j + length]
-            steps = run_many if self.vectorize else run_each
-            self.state, losses = steps(self.program, self.state, x, y, idx, self.aug_keys, self.hp)
-            return losses
-        idx = perm[j : j + length]
-        if self.idx_sharding is not None:
-            idx = jax.device_put(idx, self.idx_sharding)
-        self.state, losses = run_jit(self.program, self.state, x, y, idx, self.aug_keys, self.hp)
-        return losses[None]
+        mode = ("vmap" if self.vectorize else "map") if self.stacked else "one"
+        self.state, losses = advance(
+            self.program, self.state, x, y, order, j, self.aug_keys, self.hp,
+            length=length, mode=mode,
+        )  # fmt: skip
+        return losses if self.stacked else losses[None]
 
     def run(self, i: int) -> tuple[TrainState, HParams]:
         """The state and hyper-parameters of run i."""
@@ -682,7 +680,7 @@ def fit(
       vectorize: stacked runs step as one ``jax.vmap`` (batched GEMMs; float32 sums reordered,
         so run i equals its own :func:`train` to round-off only); False: one after another in
         the same program (``lax.map``): run i equals its own :func:`train` bitwise on the CPU
-        (to round-off on a GPU: :data:`nets.step.run_each`).
+        (to round-off on a GPU: :data:`nets.step.MODES`).
 
     Returns:
       (R trained models in eval mode, R :class:`History`; times are each run's share, 1/R, of

@@ -6,7 +6,7 @@ own compilation cache keys the compiled programs: runs that differ only in the t
 :class:`~nets.config.HParams` (learning rate, momentum, weight decay, scales) reuse one program.
 The training state is a :class:`TrainState` pytree; stacking states and hyper-parameters along a
 leading axis and ``jax.vmap``-ing :func:`run` trains many runs as one program
-(:func:`nets.loop.fit`).
+(:func:`advance`, :func:`nets.loop.fit`).
 
 Loss (D §2, App. F.4; T §6.4.3): MSE between ``output_scale · f(input_scale · x)`` and
 ``one_hot(y) · target_scale / target_downscale`` (PyTorch ``MSELoss``: mean over examples and
@@ -418,28 +418,66 @@ def forward(
     return feats, hp.output_scale.astype(feats.dtype) * model.head(feats)
 
 
-# The compiled entry points: ``program`` is static (jax's cache keys on it), the state donated.
-run_jit = xla_cpu.program_jit(run, static_argnums=0, donate_argnums=1)
 learning_rate_jit = jax.jit(learning_rate, static_argnums=0)  # one dispatch per log point
-run_many = xla_cpu.program_jit(
-    jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=0, donate_argnums=1
-)
+
+#: How :func:`advance` steps its runs: ``"one"`` one run; R stacked runs as one ``jax.vmap``
+#: (``"vmap"``: batched GEMMs, float32 sums reordered, so each run equals its own ``"one"`` to
+#: round-off) or one after another inside the program (``"map"``, ``lax.map``: on XLA:CPU each
+#: run's arithmetic is exactly its own ``"one"``'s, bitwise; on a GPU XLA may pick other GEMM
+#: kernels inside the loop, so equal to round-off there).
+MODES = ("one", "vmap", "map")
 
 
-def _run_each(program, states, x, y, idx, aug_keys, hps):
-    def one(args):
-        state, i, key, hp = args
-        return run(program, state, x, y, i, key, hp)
+def _advance(program, state, x, y, order, start, aug_keys, hp, length, mode):
+    if mode == "one":
+        idx = jax.lax.dynamic_slice_in_dim(order, start, length, axis=0)
+        return run(program, state, x, y, idx, aug_keys, hp)
+    idx = jax.lax.dynamic_slice_in_dim(order, start, length, axis=1)
+    if mode == "vmap":
+        return jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0))(
+            program, state, x, y, idx, aug_keys, hp
+        )
+    return jax.lax.map(lambda a: run(program, a[0], x, y, *a[1:]), (state, idx, aug_keys, hp))
 
-    return jax.lax.map(one, (states, idx, aug_keys, hps))
+
+_advance_jit = xla_cpu.program_jit(_advance, static_argnums=(0, 8, 9), donate_argnums=1)
 
 
-#: :func:`run` of R stacked runs one after another inside one program (``lax.map``): on XLA:CPU each
-#: run's arithmetic is exactly its own ``run_jit``'s (bitwise; ``vmap`` reorders float32 sums), at the
-#: cost of unbatched GEMMs (faster than ``run_many`` for wide layers on XLA:CPU, slower for tiny ones).
-#: On a GPU, XLA may choose other GEMM kernels inside the loop than in ``run_jit``: equal to
-#: round-off only (tests/nets/test_batch.py's bitwise checks failed on an H200, 2026-11-27).
-run_each = xla_cpu.program_jit(_run_each, static_argnums=0, donate_argnums=1)
+def advance(
+    program: Program,
+    state: TrainState,
+    x: jax.Array,
+    y: jax.Array,
+    order: jax.Array,
+    start: int,
+    aug_keys: jax.Array,
+    hp: HParams,
+    *,
+    length: int,
+    mode: str = "one",
+) -> tuple[TrainState, jax.Array]:
+    """The one compiled entry of training: ``length`` steps from position ``start`` of an epoch.
+
+    Steps j = start, …, start + length − 1 train on minibatch ``order[j]`` (:func:`run`); the
+    slice is taken on device, so a chunk of steps is one dispatch. ``program``, ``length`` and
+    ``mode`` are static (one compilation per chunk length), ``start`` is traced, and ``state`` is
+    donated.
+
+    Args:
+      program: the static half; state: :class:`TrainState`, stacked along axis 0 (R runs)
+        unless ``mode == "one"``; x, y: the training set on device.
+      order: the epoch's minibatch indices, (steps_per_epoch, B), or (R, steps_per_epoch, B)
+        stacked (:func:`epoch_order`); start: () int position in the epoch.
+      aug_keys: the augmentation key(s), (R,) stacked; hp: :class:`~nets.config.HParams`,
+        stacked like ``state``.
+      length: steps in the chunk; mode: one of :data:`MODES`.
+
+    Returns:
+      (state after ``length`` steps, losses (length,), or (R, length) stacked).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return _advance_jit(program, state, x, y, order, start, aug_keys, hp, length, mode)
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))

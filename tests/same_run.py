@@ -1,7 +1,7 @@
 """How closely a run stepped inside a stacked program must equal its own ``nets.train``.
 
 ``train_many(vectorize=False)``, the thread batcher and ``lrrich sweep --vmap`` step stacked runs
-one after another inside one program (``lax.map``, :data:`nets.step.run_each`). On XLA:CPU each
+one after another inside one program (``lax.map``, :data:`nets.step.MODES`). On XLA:CPU each
 run then does its own program's arithmetic: bitwise equal (``lrrich.sweep_vmap.VMAP_RTOL = 0``).
 On a GPU, XLA may pick other GEMM kernels inside the loop: on an H200 (2026-11-27) the batcher's
 bitwise checks failed while its vmapped group held at rtol 1e-4, the tolerance used there.

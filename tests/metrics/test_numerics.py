@@ -164,3 +164,22 @@ def test_prior_measures_are_jittable():
     assert np.isnan(float(nc(same, np.repeat([0, 1], 30)).nc1))
     w = rng.normal(size=(5, 5, 2, 3))
     np.testing.assert_allclose(jax.jit(filter_smoothness)(w), filter_smoothness(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("top", [2.0**-125, 1e-30, 0.75, 1.0, 1e30, 3e38])
+def test_pow2_scale_is_an_exact_power_of_two_into_half_to_one(dtype, top):
+    from metrics._numerics import pow2_scale
+
+    if dtype == np.float64 and not jax.config.jax_enable_x64:
+        pytest.skip("float64 needs jax_enable_x64")
+    info = np.finfo(dtype)
+    rng = np.random.default_rng(0)
+    x = (rng.uniform(-1, 1, (40, 3)) * top).astype(dtype)
+    x[0, 0] = dtype(top)
+    x = x[np.abs(x) >= info.tiny] if top > info.tiny else x  # normal numbers only
+    got = np.asarray(pow2_scale(jnp.asarray(x)))
+    _, e = np.frexp(np.max(np.abs(x)))
+    assert got.dtype == x.dtype and 0.5 <= np.max(np.abs(got)) < 1.0
+    # the naive definition, in numpy: x·2⁻ᵉ by ldexp, exact
+    np.testing.assert_array_equal(got, np.ldexp(x, -e))
