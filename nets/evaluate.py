@@ -37,10 +37,15 @@ if not hasattr(metrics, "dlr_with_rank"):  # nets needs the project's metrics pa
 def forward_all(
     program: Program, state: TrainState, x: jax.Array, hp, chunk: int = EVAL_CHUNK
 ) -> tuple[jax.Array, jax.Array]:
-    """Features (n, p) and outputs (n, C) of all n rows of x, ``chunk`` rows at a time (traceable)."""
+    """Features (n, p) and outputs (n, C) of all n rows of x, at most ``chunk`` rows at a time.
+
+    The rows are cut into ⌈n/chunk⌉ equal blocks (the last one padded by fewer rows than a block
+    has), so padding costs less than one row per block. Traceable.
+    """
     n = x.shape[0]
     if n <= chunk:
         return forward(program, state, x, hp)
+    chunk = -(-n // -(-n // chunk))  # ⌈n / ⌈n / chunk⌉⌉
     pad = -n % chunk
     xp = jnp.concatenate([x, jnp.repeat(x[:1], pad, axis=0)]) if pad else x
     blocks = xp.reshape(-1, chunk, *x.shape[1:])
@@ -100,16 +105,34 @@ def log_values(
       ``{"train_loss", "train_acc", "test_loss", ..., "<name>_train": value,
       "<name>_train_rank": rank, ...}`` of () device arrays.
     """
-    out = {}
-    known = (None, None) if features is None else features
-    stats = (None, None) if frozen is None else frozen
-    for split, (x, y), feats, fixed in zip(SPLITS, (fit, held), known, stats, strict=True):
+    passes = _forward_splits(program, state, hp, fit, held, chunk, features)
+    out = _loss_values(program, passes, fit, held, hp)
+    return out | _metric_values(metric_fns, passes, frozen, metric_splits)
+
+
+def _forward_splits(program, state, hp, fit, held, chunk, features) -> tuple:
+    """((Φ, F) of the fit subset, (Φ, F) of the held-out one); only ``head`` where Φ is known."""
+    passes = []
+    for (x, _), feats in zip((fit, held), (None, None) if features is None else features,
+                             strict=True):  # fmt: skip
         if feats is None:
-            feats, outs = forward_all(program, state, x, hp, chunk)
+            passes.append(forward_all(program, state, x, hp, chunk))
         else:
             model = nnx.merge(program.graphdef_eval, state.trainable, state.rest)
-            outs = hp.output_scale.astype(feats.dtype) * model.head(feats)
+            passes.append((feats, hp.output_scale.astype(feats.dtype) * model.head(feats)))
+    return tuple(passes)
+
+
+def _loss_values(program, passes, fit, held, hp) -> dict:
+    out = {}
+    for split, (_, outs), (_, y) in zip(SPLITS, passes, (fit, held), strict=True):
         out.update({f"{split}_{k}": v for k, v in loss_and_accuracy(program, outs, y, hp).items()})
+    return out
+
+
+def _metric_values(metric_fns, passes, frozen, metric_splits) -> dict:
+    out = {}
+    for split, (feats, outs), fixed in zip(SPLITS, passes, frozen or (None, None), strict=True):
         for name, fn in metric_fns if split in metric_splits else ():
             if fn is default_metric and fixed is not None:
                 value = metrics.dlr_with_rank_frozen(fixed, outs)
@@ -142,21 +165,23 @@ def _each_run(fn, args):
 def log_values_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None):
     """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
 
-    Batched on an accelerator, one run after another on the CPU (:func:`batched_log_points`).
+    The forward passes, losses and accuracies of the R runs are one ``vmap`` (batched GEMMs);
+    the metrics (D_LR's QR and SVD) are batched on an accelerator and run one run after another
+    on the CPU (:func:`batched_log_points`).
 
     Returns:
       the dict of :func:`log_values` with a leading axis R on every entry.
     """
+    feats, frozen = (None, None) if known is None else known
 
-    def one(args):
-        state, hp, cached = args
-        feats, frozen = (None, None) if cached is None else cached
-        return log_values(
-            program, state, hp, fit, held, metric_fns, chunk, feats, frozen,
-            metric_splits=metric_splits,
-        )  # fmt: skip
+    def forward(state, hp, f):
+        return _forward_splits(program, state, hp, fit, held, chunk, f)
 
-    return _each_run(one, (states, hps, known))
+    passes = jax.vmap(forward)(states, hps, feats)
+    out = jax.vmap(lambda p, hp: _loss_values(program, p, fit, held, hp))(passes, hps)
+    return out | _each_run(
+        lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
+    )
 
 
 def _freeze(program, state, hp, x_fit, x_held, chunk):

@@ -352,3 +352,33 @@ def test_train_many_lazy_runs_cache_features_and_match_train(small):
         for key in ("dlr_train", "dlr_test", "test_loss", "train_acc"):
             np.testing.assert_allclose(hists[i].column(key), ref.column(key), **TOL["vmap_log"])
     assert hists[0].records[0]["test_loss"] != hists[0].final["test_loss"]  # the heads trained
+
+
+@pytest.mark.parametrize(("n", "chunk"), [(1437, 1024), (7, 3), (9, 3), (5, 8)])
+def test_chunked_forward_equals_one_forward_pass(n, chunk):
+    from nets.evaluate import forward_all
+    from nets.step import build, forward
+
+    model = MLP(6, (5,), 3, rngs=nnx.Rngs(0))
+    program, state, hp = build(
+        model, TrainConfig(), num_classes=3, steps_per_epoch=1, total_steps=1
+    )
+    x = jax.random.normal(jax.random.key(1), (n, 6))
+    feats, outs = forward_all(program, state, x, hp, chunk)
+    ref_feats, ref_outs = forward(program, state, x, hp)
+    assert feats.shape == (n, 5) and outs.shape == (n, 3)
+    np.testing.assert_allclose(feats, ref_feats, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(outs, ref_outs, rtol=1e-6, atol=1e-6)
+
+
+def test_advance_refuses_an_unknown_mode(small):
+    from nets.step import advance, build, epoch_order
+
+    program, state, hp = build(
+        MLP(64, (8,), 10, rngs=nnx.Rngs(0)), TrainConfig(), num_classes=10,
+        steps_per_epoch=2, total_steps=2,
+    )  # fmt: skip
+    order = epoch_order(jax.random.key(0), 100, 2, 8)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        advance(program, state, small.x_train, small.y_train, order, 0, jax.random.key(1), hp,
+                length=1, mode="pmap")  # fmt: skip
