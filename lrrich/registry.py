@@ -21,7 +21,7 @@ An experiment module defines, at module level::
 
 :meth:`Experiment.config` builds and checks a whole config before anything is written: every
 override is coerced to its field's type, NaN is refused, image-training configs
-(:class:`lrrich.experiments._image_runs.ImageTraining`) build and validate their
+(:class:`lrrich.experiments._presets.ImageTraining`) build and validate their
 ``nets.TrainConfig``, the module's ``check`` runs, and (with ``runnable=True``, as ``lrrich run``
 and ``sweep`` ask) a dataset that needs an extra that is not installed is refused. An error names
 what the user typed (``--set epochs=-3: ...``, ``--grid lr: ...``, ``--scale paper: ...``).
@@ -318,13 +318,13 @@ def check_config(config) -> None:
         for v in values if isinstance(values, tuple | list) else (values,):
             if isinstance(v, float) and math.isnan(v):
                 raise ValueError(f"{f.name} must be a number, got nan")
-    from lrrich.experiments import _image_runs
+    from lrrich.experiments import _presets
 
-    if isinstance(config, _image_runs.ImageTraining):
+    if isinstance(config, _presets.ImageTraining):
         if config.n_train is not None and config.n_train < 1:
             raise ValueError(f"n_train must be ≥ 1 (or none: all), got {config.n_train}")
         n_train = config.n_train if config.n_train is not None else max(config.batch_size, 1)
-        _image_runs.train_config(config, n_train).validate()
+        _presets.train_config(config, n_train).validate()
 
 
 def check_extras(config) -> None:

@@ -46,8 +46,7 @@ import numpy as np
 
 import metrics
 from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "cross-entropy"
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
@@ -62,10 +61,10 @@ LABELS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Cross-entropy vs MSE training with D_LR on three output choices (D App. E, Fig 17).
 
-    Shared image-training fields: :class:`~lrrich.experiments._image_runs.ImageTraining`
+    Shared image-training fields: :class:`~lrrich.experiments._presets.ImageTraining`
     (here Adam lr 1e-3, batch 128, 20 epochs, output scale 1); ``seeds`` (3) networks per loss,
     trained together.
 
@@ -118,7 +117,7 @@ SCALES = {
         eval_size=4656,
         log_points=20,
     ),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config, "cifar10", model="resnet18", optimizer="sgd", lr=0.05, epochs=200, eval_size=2048
     ),
 }
@@ -160,7 +159,7 @@ def run(config: Config, run_dir: Path) -> dict:
     if not config.temperatures or min(config.temperatures) <= 0:
         raise ValueError(f"temperatures must be > 0, got {config.temperatures}")
     data = _load(config)
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     losses = ("ce", "mse") if config.mse_twin else ("ce",)
     runs = {loss: _train(config, data, loss, seeds) for loss in losses}
     per_seed = []
@@ -179,13 +178,9 @@ def run(config: Config, run_dir: Path) -> dict:
             one[f"{loss}_shift_share_start"] = c["shift_share"][0]
             one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
         one["ce_dlr_by_temperature"] = runs["ce"][1][i]
-        one["init_fitted_dlr"] = common.init_baseline(_build(config, data, seed), data)
+        one["init_fitted_dlr"] = _measure.init_baseline(_build(config, data, seed), data)
         per_seed.append(one)
-    summary = {
-        k: float(np.mean([s[k] for s in per_seed]))
-        for k in per_seed[0]
-        if k not in ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
-    }
+    summary = _seeds.seed_mean(per_seed, [k for k in per_seed[0] if k not in _NOT_AVERAGED])
     summary["seeds"] = len(seeds)
     n_eval = min(config.eval_size, len(data.x_test))
     p = runs["ce"][0][0]["n_features"]
@@ -199,13 +194,16 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
+_NOT_AVERAGED = ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
+
+
 def _load(config: Config):
     """The task's dataset (real images shaped for the model, or the modular equations)."""
     if config.task == "modular":
         from nets.data import load
 
         return load("modular_division", p=config.p, seed=config.seed)
-    return common.load_data(config, config.model)
+    return _data.load_data(config, config.model)
 
 
 def _build(config: Config, data, seed: int):
@@ -223,7 +221,7 @@ def _build(config: Config, data, seed: int):
             num_classes=config.p,
             rngs=nnx.Rngs(seed),
         )
-    return common.build_model(config.model, data, width=config.width, depth=config.depth, seed=seed)
+    return _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=seed)
 
 
 def _train(config: Config, data, loss: str, seeds: list[int]):
@@ -232,7 +230,7 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
     from nets import train_many
 
     n = len(data.x_train)
-    tc = common.train_config(
+    tc = _presets.train_config(
         config,
         n,
         loss=loss,
@@ -259,7 +257,7 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
         c = {k: hist.column(k).tolist() for k in ("step", "train_acc", "test_acc")}
         for name in LOGGED:
             c[name] = hist.column(f"{name}_test").tolist()
-        phi, z = _features_logits(model, data.x_test[: config.eval_size], tc.output_scale)
+        phi, z = _measure.forward(model, data.x_test[: config.eval_size], tc.output_scale)
         c["n_features"] = int(phi.shape[1])
         final = metrics.dlr_by_output(phi, z)  # the ranks the logged D_LR used at the end
         c["final_rank"] = {ch: int(getattr(final, ch).rank) for ch in CHOICES}
@@ -272,18 +270,6 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
                 ]
             )
     return curves, finals
-
-
-def _features_logits(model, x, output_scale: float):
-    """Φ(x) (n, p) and the logits s_out·f(x) (n, C) of a trained model."""
-    from flax import nnx
-
-    @nnx.jit
-    def forward(m, xb):
-        phi = m.features(xb)
-        return phi, output_scale * m.head(phi)
-
-    return forward(model, jnp.asarray(x))
 
 
 _QUOTE = (

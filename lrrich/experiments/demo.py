@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lrrich.claims import Claim, Less, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _data, _measure, _presets
 
 NAME = "demo"
 DESCRIPTION = (
@@ -36,9 +36,9 @@ _log = logging.getLogger(__name__)  # progress lines; the CLI shows them on stde
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining):
+class Config(_presets.ImageTraining):
     """Demo settings (CPU scale; nothing downloaded). The training fields are documented in
-    :class:`~lrrich.experiments._image_runs.ImageTraining`: SGD with momentum 0.9, lr 0.5, MSE
+    :class:`~lrrich.experiments._presets.ImageTraining`: SGD with momentum 0.9, lr 0.5, MSE
     on one-hot targets (PyTorch-style mean reduction), 30 epochs of the 4,000 ``mnist5k``
     training images, a two-hidden-layer ReLU MLP of width 512.
 
@@ -107,10 +107,9 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
 
 
 def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
-    from metrics import dlr
     from nets import evaluate, train
 
-    data = common.load_data(config, "mlp")
+    data = _data.load_data(config, "mlp")
     out = {"dataset": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)}
     histories = {}
     for phase, (mode, last_only) in enumerate((("rich", False), ("lazy", True)), 2):
@@ -119,12 +118,12 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
             f"({'last layer only' if last_only else 'full backprop'}, {config.epochs} epochs on "
             f"{len(data.x_train):,} {data.name} digits), then D_LR on {len(data.x_test):,} test"
         )
-        model = common.build_model(
+        model = _data.build_model(
             "mlp", data, width=config.width, depth=config.depth, seed=config.seed
         )
         if "init_dlr" not in out:  # rich and lazy start from this same network
-            out["init_dlr"] = common.init_baseline(model, data)
-        tc = common.train_config(config, len(data.x_train), last_layer_only=last_only)
+            out["init_dlr"] = _measure.init_baseline(model, data)
+        tc = _presets.train_config(config, len(data.x_train), last_layer_only=last_only)
         model, hist = train(
             model,
             data,
@@ -134,10 +133,9 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
             eval_size=config.eval_size,  # log-point subsets: logging ≤ 5 % of the run
             progress=True,
         )
-        x_test = jnp.asarray(data.x_test, jnp.float32)
         ev = evaluate(model, data, tc)
         out[f"{mode}_test_acc"] = float(ev["test_acc"])
-        out[f"{mode}_dlr"] = float(dlr(model.features(x_test), model(x_test)))
+        out[f"{mode}_dlr"] = _measure.safe_dlr(*_measure.forward(model, data.x_test))
         out[f"{mode}_train_seconds"] = hist.train_time
         # share of the run spent on the log points (History.log_fraction of nets.train)
         out[f"{mode}_log_fraction"] = getattr(hist, "log_fraction", None)

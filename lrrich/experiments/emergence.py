@@ -44,8 +44,7 @@ from flax import nnx
 
 from lrrich import io
 from lrrich.claims import Claim, Holds, Premise, Value, measured
-from lrrich.experiments import _training
-from lrrich.experiments._training import Training
+from lrrich.experiments import _presets
 from nets.config import HParams, TrainConfig, hparams
 from nets.data.sparse_parity import (
     SparseParityTask,
@@ -247,10 +246,10 @@ def train_skills(
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(Training):
+class Config(_presets.Training):
     """Emergence experiment (T §5.2, App. C.3); the defaults are the reduced CPU scale.
 
-    The seed and optimizer fields are :class:`~lrrich.experiments._training.Training`'s: the time
+    The seed and optimizer fields are :class:`~lrrich.experiments._presets.Training`'s: the time
     and data panels train with them (T: SGD, η = ``lr`` = 0.05, no momentum or weight decay);
     the width panel replaces optimizer, learning rate and weight decay by its ``width_*`` fields.
     ``seed`` sets the tasks, initialisations, batches, training sets and held-out sets.
@@ -426,7 +425,7 @@ def _time_nets(config: Config, n_s: int, steps: int) -> dict:
         steps=steps,
         eval_every=config.time_eval_every,
         batch=config.time_batch,
-        train=_training.train_config(config),
+        train=_presets.train_config(config),
         init_std=config.init_std,
         init_bias=config.init_bias,
         n_eval=config.n_eval,
@@ -511,8 +510,8 @@ def data_train_config(config: Config) -> TrainConfig:
     """The data panel's optimizer: ``config``'s SGD, η halved every ``data_lr_halving_every``
     steps (T App. C.3) when that is > 0 (the skill trainer counts one step as one epoch)."""
     if not config.data_lr_halving_every:
-        return _training.train_config(config)
-    return _training.train_config(
+        return _presets.train_config(config)
+    return _presets.train_config(
         config, schedule="step", step_every_epochs=config.data_lr_halving_every, step_factor=0.5
     )
 
@@ -546,7 +545,7 @@ def _width_nets(config: Config, n_s: int, widths: Sequence[int], steps: int) -> 
         steps=steps,
         eval_every=steps,
         batch=config.width_batch,
-        train=_training.train_config(
+        train=_presets.train_config(
             config,
             optimizer=config.width_optimizer,
             lr=config.width_lr,

@@ -35,12 +35,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "encoded-labels"
 DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
@@ -58,7 +56,7 @@ PAPER_STEPS = 46_900
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Encoded-label rich vs lazy settings (D App. F.4, Fig 1 rows).
 
     Paper: encoded MNIST (all 60,000 images), output scale ε = 1/3, batch 128, Adam, 100 epochs,
@@ -69,7 +67,7 @@ class Config(common.ImageTraining, _training.Seeds):
     instead of 60,000 / 10,000, so 100 epochs are 3,100 Adam steps instead of the paper's 46,900
     and the lazy readout is not yet converged; ``--scale matched-steps`` trains 1,500 epochs
     (46,500 steps) to match the paper's step count. The shared training fields
-    are documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       code_value: pixel value of the hot code entry (MNIST pixels lie in [0, 1]).
@@ -116,23 +114,26 @@ def run(config: Config, run_dir: Path) -> dict:
     bad = [m for m in config.modes if m not in dict(MODES)]
     if bad or not config.modes:
         raise ValueError(f"modes must be a non-empty subset of {[m for m, _ in MODES]}, got {bad}")
-    data = common.load_data(config, "mlp")
+    data = _data.load_data(config, "mlp")
     data = encode_labels(data, value=config.code_value, seed=config.code_seed)
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     total = spe * config.epochs
-    seeds = _training.seed_list(config)
-    per_seed, histories = [], {}
-    for seed in seeds:
-        sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
-        one, hists = _train_seed(config, data, seed, total, sub)
-        per_seed.append({"seed": seed, **one})
-        histories = histories or hists  # the curves of the first seed
-    summary = {k: float(np.mean([p[k] for p in per_seed])) for k in per_seed[0] if k != "seed"}
+    seeds = _presets.seed_list(config)
+    modes = [m for m, _ in MODES if m in config.modes]
+    runs = {m: _train_mode(config, data, m, seeds, total, run_dir) for m in modes}
+    per_seed = []
+    for i, seed in enumerate(seeds):
+        model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
+        one = {"seed": seed, "init_dlr": _measure.init_baseline(model0, data)}  # rich and lazy's
+        for mode, r in runs.items():
+            one.update({f"{mode}_{k}": r[i][k] for k in _PER_MODE})
+        per_seed.append(one | {"n_features": next(iter(runs.values()))[i]["n_features"]})
+    summary = _seeds.seed_mean(per_seed)
     summary["seeds"] = len(seeds)
     return {
         "summary": summary,
         "per_seed": per_seed,
-        "histories": histories,
+        "histories": {m: {k: r[0]["history"][k] for k in _CURVES} for m, r in runs.items()},
         "dataset": {"name": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)},
         "measured": _measured(per_seed, config, data, total)
         if set(config.modes) == set(dict(MODES))
@@ -140,48 +141,41 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-def _train_seed(config: Config, data, seed: int, total: int, run_dir: Path):
-    """One seed's rich and lazy networks (same init): their measures and curves."""
+_PER_MODE = "dlr dlr_rank dlr_train train_acc test_acc test_follows_code train_seconds".split()
+_CURVES = ("step", "epoch", "train_acc", "test_acc", "dlr_train", "dlr_test")
+
+
+def _train_mode(config: Config, data, mode: str, seeds: list[int], total: int, run_dir: Path):
+    """The seeds of one mode (rich: full backprop, lazy: last layer only), from the same inits:
+    :func:`~lrrich.experiments._seeds.train_seeds` plus the rank of D_LR and how often the test
+    predictions follow the random code."""
     from metrics import dlr_with_rank
-    from nets import train
 
     c = data.num_classes
     code_test = np.asarray(data.x_test).reshape(len(data.x_test), -1)[:, :c].argmax(1)
-    summary, histories = {}, {}
-    for mode, last_only in MODES:
-        if mode not in config.modes:
-            continue
-        model0 = common.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
-        summary["init_dlr"] = common.init_baseline(model0, data)
-        model, hist = train(
-            model0,
-            data,
-            common.train_config(config, len(data.x_train), last_layer_only=last_only),
-            key=jax.random.key(seed),
-            log_every=max(total // config.log_points, 1),
-            eval_size=config.eval_size,
-            run_dir=run_dir / mode,
-            checkpoint_every=config.checkpoint_every,
-            resume=config.checkpoint_every > 0,
-            progress=True,
-        )
-        phi_tr, out_tr = _paper_d.forward(model, data.x_train, config.output_scale)
-        phi_te, out_te = _paper_d.forward(model, data.x_test, config.output_scale)
-        summary[f"{mode}_dlr"] = common.safe_dlr(phi_te, out_te)
-        summary[f"{mode}_dlr_rank"] = (
-            int(dlr_with_rank(phi_te, out_te).rank) if np.isfinite(summary[f"{mode}_dlr"]) else c
-        )
-        summary[f"{mode}_dlr_train"] = common.safe_dlr(phi_tr, out_tr)
-        summary[f"{mode}_train_acc"] = float(np.mean(out_tr.argmax(1) == data.y_train))
-        summary[f"{mode}_test_acc"] = float(np.mean(out_te.argmax(1) == data.y_test))
-        summary[f"{mode}_test_follows_code"] = float(np.mean(out_te.argmax(1) == code_test))
-        summary[f"{mode}_train_seconds"] = hist.train_time
-        histories[mode] = {
-            k: hist.column(k).tolist()
-            for k in ("step", "epoch", "train_acc", "test_acc", "dlr_train", "dlr_test")
-        }
-    summary["n_features"] = int(phi_te.shape[1])
-    return summary, histories
+
+    def code_measures(model, data) -> dict:
+        phi, out = _measure.forward(model, data.x_test, config.output_scale)
+        try:
+            rank = int(dlr_with_rank(phi, out).rank)
+        except ValueError:  # D_LR undefined (constant outputs): the rank of the one-hot space
+            rank = c
+        return {"dlr_rank": rank, "test_follows_code": float(np.mean(out.argmax(1) == code_test))}
+
+    tc = _presets.train_config(config, len(data.x_train), last_layer_only=dict(MODES)[mode])
+    return _seeds.train_seeds(
+        "mlp",
+        data,
+        tc,
+        seeds=seeds,
+        width=config.width,
+        depth=config.depth,
+        run_dir=run_dir / mode,
+        checkpoint_every=config.checkpoint_every,
+        log_every=max(total // config.log_points, 1),
+        eval_size=config.eval_size,
+        extra=code_measures,
+    )
 
 
 _QUOTE = (

@@ -39,8 +39,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import Above, All, Claim, Holds, measured
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets
 
 NAME = "feature-quality"
 DESCRIPTION = "D Fig 7 / T Fig 7.7: per-feature intensity vs quality over training, 3 seeds"
@@ -56,17 +55,17 @@ SIGNIFICANCE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Feature-quality run settings (D Fig 7: ResNet18 on CIFAR-100; D App. F.4).
 
     Small scale: a ReLU MLP 784-128-128-10 on the 4,000 mnist5k training digits, SGD with
     momentum 0.9, lr 0.05, 30 epochs, batch 128, MSE on one-hot targets. Deviations from the
     paper: an MLP on MNIST instead of ResNet18 on CIFAR-100 (CPU budget), no schedule. Shared
-    training fields: :class:`~lrrich.experiments._image_runs.ImageTraining`; ``seeds``:
-    :class:`~lrrich.experiments._training.Seeds`.
+    training fields: :class:`~lrrich.experiments._presets.ImageTraining`; ``seeds``:
+    :class:`~lrrich.experiments._presets.Seeds`.
 
     Attributes:
-      model: ``'mlp'`` or another :data:`~lrrich.experiments._image_runs.MODELS` entry.
+      model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
       log_points: log points after initialisation (evenly spaced in steps); the
         decomposition is taken at step 0 and at each of them.
       n_fit: training images of S_fit (Nyström; ≥ the feature width p).
@@ -90,7 +89,7 @@ class Config(common.ImageTraining, _training.Seeds):
 
 SCALES = {
     "small": Config(),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config,
         "cifar100",
         model="resnet18",
@@ -112,7 +111,7 @@ def run(config: Config, run_dir: Path) -> dict:
             f"n_fit and n_eval must be ≥ 2 and log_points ≥ 1, got {config.n_fit}, "
             f"{config.n_eval}, {config.log_points}"
         )
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     runs = []
     for seed in seeds:
         cfg = dataclasses.replace(config, seed=seed)
@@ -141,27 +140,27 @@ def _one_seed(config: Config, run_dir: Path) -> dict:
     from metrics import feature_decomposition, feature_trajectories
     from nets import train
 
-    data = common.load_data(config, config.model)
+    data = _data.load_data(config, config.model)
     rng = np.random.default_rng(config.seed)
     fit = np.sort(rng.permutation(len(data.x_train))[: min(config.n_fit, len(data.x_train))])
     x_fit = data.x_train[fit]
     x_ev, y_ev = data.x_test[: config.n_eval], data.y_test[: config.n_eval]
     targets = np.eye(data.num_classes)[y_ev]
-    model0 = common.build_model(
+    model0 = _data.build_model(
         config.model, data, width=config.width, depth=config.depth, seed=config.seed
     )
     snaps: dict[str, list] = {"step": [], "phi_fit": [], "phi_ev": [], "out_ev": [], "acc": []}
 
     def log(record: dict, model) -> None:
-        phi_fit, _ = _paper_d.forward(model, x_fit, config.output_scale)
-        phi_ev, out_ev = _paper_d.forward(model, x_ev, config.output_scale)
+        phi_fit, _ = _measure.forward(model, x_fit, config.output_scale)
+        phi_ev, out_ev = _measure.forward(model, x_ev, config.output_scale)
         snaps["step"].append(int(record["step"]))
         snaps["phi_fit"].append(phi_fit)
         snaps["phi_ev"].append(phi_ev)
         snaps["out_ev"].append(out_ev)
         snaps["acc"].append(float(np.mean(out_ev.argmax(1) == y_ev)))
 
-    tc = common.train_config(config, len(data.x_train))
+    tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     train(
         model0,

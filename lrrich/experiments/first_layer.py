@@ -41,8 +41,7 @@ import numpy as np
 from flax import nnx
 
 from lrrich.claims import Claim, Less, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "first-layer"
 DESCRIPTION = "P §6.2: two-layer ReLU net, first layer only vs last layer only (lazy) vs all"
@@ -51,7 +50,7 @@ REGIMES = ("first", "last", "all")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Two-layer ReLU network, three training regimes (P §6.2).
 
     P states the claim without an experiment of its own; the setting here is D's MNIST MLP
@@ -59,7 +58,7 @@ class Config(common.ImageTraining, _training.Seeds):
     two-layer network P names. **Decision:** width p = 256 (D's MLP width), PyTorch's default
     initialisation, output scale 1 (neither lazy nor rich by scaling), 30 epochs (every regime's
     training loss has flattened). The shared training fields are documented in
-    :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       log_points: log points over training (the D_LR and accuracy curves).
@@ -90,8 +89,8 @@ def run(config: Config, run_dir: Path) -> dict:
     each seed's D_LR, accuracies, S_init)."""
     if config.depth != 1:
         raise ValueError(f"P §6.2 is about two-layer networks: depth must be 1, got {config.depth}")
-    data = common.load_data(config, "mlp")
-    seeds = _training.seed_list(config)
+    data = _data.load_data(config, "mlp")
+    seeds = _presets.seed_list(config)
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     log_every = max(spe * config.epochs // config.log_points, 1)
     per_regime, histories = {}, {}
@@ -103,13 +102,13 @@ def run(config: Config, run_dir: Path) -> dict:
         {"seed": s, **{f"{r}_{k}": per_regime[r][i][k] for r in REGIMES for k in per_regime[r][i]}}
         for i, s in enumerate(seeds)
     ]
-    summary = {k: float(np.mean([p[k] for p in per_seed])) for k in per_seed[0] if k != "seed"}
+    summary = _seeds.seed_mean(per_seed)
     summary["seeds"] = len(seeds)
     summary["n_features"] = config.width
     reference = rf_reference(len(data.x_test), config.width, data.num_classes)
     summary["rf_dlr"] = reference["dlr"]
     baseline = [
-        common.init_baseline(_model(config, data, s, "all"), data) for s in seeds
+        _measure.init_baseline(_model(config, data, s, "all"), data) for s in seeds
     ]  # the same initialisation in every regime
     return {
         "summary": summary,
@@ -126,8 +125,8 @@ def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every
     from nets import train_many
 
     models = [_model(config, data, seed, regime) for seed in seeds]
-    phi0 = [_paper_d.forward(m, data.x_test, config.output_scale)[0] for m in models]
-    tc = common.train_config(config, len(data.x_train), last_layer_only=regime == "last")
+    phi0 = [_measure.forward(m, data.x_test, config.output_scale)[0] for m in models]
+    tc = _presets.train_config(config, len(data.x_train), last_layer_only=regime == "last")
     trained, hists = train_many(
         models,
         data,
@@ -141,8 +140,8 @@ def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every
     for model, hist, f0 in zip(trained, hists, phi0, strict=True):
         if hist.diverged is not None:
             raise hist.diverged
-        res = common.measure(model, data, config.output_scale)
-        phi = _paper_d.forward(model, data.x_test, config.output_scale)[0]
+        res = _measure.measure(model, data, config.output_scale)
+        phi = _measure.forward(model, data.x_test, config.output_scale)[0]
         out.append(
             {
                 "dlr": res["dlr"],
@@ -161,7 +160,7 @@ def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every
 def _model(config: Config, data, seed: int, regime: str):
     """The seed's two-layer MLP (the same initialisation in every regime); for ``first`` its
     readout is :class:`_Fixed`."""
-    model = common.build_model("mlp", data, width=config.width, depth=1, seed=seed)
+    model = _data.build_model("mlp", data, width=config.width, depth=1, seed=seed)
     if regime == "first":
         head = model.head
         head.kernel = _Fixed(head.kernel.get_value())

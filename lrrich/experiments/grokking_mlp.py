@@ -32,7 +32,7 @@ no seed count and D averages at least three: ``lrrich sweep grokking-mlp --scale
 3``): ``lrrich run grokking-mlp --scale paper``.
 
 Choices where T is silent: the last partial batch (full batches of 128, as many steps as
-PyTorch's epochs: ``_training.paper_steps``); inputs are the raw [0, 1] pixels (T: "flattened
+PyTorch's epochs: ``_presets.paper_steps``); inputs are the raw [0, 1] pixels (T: "flattened
 (vectorized) MNIST", no normalisation stated); initialisation: LeCun-normal weights × w
 (T's words) and zero biases; D_LR is read on the test images.
 Runtime: five variants × 8,000 steps, among the longer small-scale runs; ``lrrich list`` shows
@@ -56,9 +56,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import Above, Below, Claim, Premise, measured
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
-from lrrich.experiments._training import StepTraining, first_step
+from lrrich.experiments import _data, _measure, _presets
 
 NAME = "grokking-mlp"
 DESCRIPTION = (
@@ -81,7 +79,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(StepTraining):
+class Config(_presets.StepTraining):
     """Every hyper-parameter of T §6.4.3 (paper scale) and the CPU deviations (small scale).
 
     Paper (T §6.4.3, position App. H.3): 1,000 MNIST images flattened, MLP depth 4 (three tanh
@@ -95,7 +93,7 @@ class Config(StepTraining):
     instead of 16,000 (the default groks by ~7,800 there; ``--set steps=16000`` is the paper's
     length, ~12 CPU-min); everything else is the paper's.
 
-    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s,
+    The optimizer and run-length fields are :class:`~lrrich.experiments._presets.StepTraining`'s,
     here Adam (coupled L2) lr 1e-3, weight decay 1e-4, no warm-up, batch 128, 8,000 steps, a log
     point every 100 steps (the resolution of t_fit, t_gen) and a checkpoint every 2,000 per
     variant; ``seed`` sets the init (shared by all variants), the data order and the subset.
@@ -149,7 +147,7 @@ SCALES = {
     "small": Config(),
     "paper": Config(
         dataset="mnist",
-        steps=_training.paper_steps(1000, 128, PAPER_EPOCHS),
+        steps=_presets.paper_steps(1000, 128, PAPER_EPOCHS),
         log_every=100,
         checkpoint_every=2000,
     ),
@@ -159,10 +157,12 @@ SCALES = {
 def _load(config: Config):
     if config.dataset not in ("mnist5k", "digits", "mnist"):
         raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
-    return common.load_data(config, "mlp")
+    return _data.load_task(
+        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
+    )  # raw [0, 1] pixels (module docstring)
 
 
-def train_config(config: Config, variant: str):
+def variant_train_config(config: Config, variant: str):
     """The :class:`nets.TrainConfig` of ``variant`` (Table 6.1 row) under ``config``."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
@@ -174,7 +174,7 @@ def train_config(config: Config, variant: str):
     }
     for knob in VARIANTS[variant]:
         scales[knob] = getattr(config, f"fixed_{knob}")
-    return _training.train_config(config, loss="mse", **scales)
+    return _presets.train_config(config, loss="mse", **scales)
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -191,7 +191,7 @@ def run(config: Config, run_dir: Path) -> dict:
     data = _load(config)
     curves, train_seconds = {}, {}
     for variant in config.variants:
-        model = common.build_model(
+        model = _data.build_model(
             "mlp",
             data,
             width=config.width,
@@ -203,7 +203,7 @@ def run(config: Config, run_dir: Path) -> dict:
         _, hist = train(
             model,
             data,
-            train_config(config, variant),
+            variant_train_config(config, variant),
             key=jax.random.key(config.seed),
             log_every=config.log_every,
             # only dlr_test is read: one 1,000 × 512 D_LR Gram less per log point keeps
@@ -225,8 +225,8 @@ def run(config: Config, run_dir: Path) -> dict:
     summary: dict = {"test_threshold": threshold}
     for variant, c in curves.items():
         steps = np.asarray(c["step"])
-        t_fit = first_step(steps, np.asarray(c["train_acc"]), config.train_threshold)
-        t_gen = first_step(steps, np.asarray(c["test_acc"]), threshold)
+        t_fit = _measure.first_step(steps, np.asarray(c["train_acc"]), config.train_threshold)
+        t_gen = _measure.first_step(steps, np.asarray(c["test_acc"]), threshold)
         delay = None if t_fit is None or t_gen is None else max(t_gen - t_fit, 0.0)
         summary[f"t_fit_{variant}"] = t_fit
         summary[f"t_gen_{variant}"] = t_gen

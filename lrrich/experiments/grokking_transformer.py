@@ -30,7 +30,7 @@ step 3,000 (the deciding grid in the findings), which is why the small scale use
 Choices where D is silent or unreadable (D App. F's table lost its math cells): learning rate
 1e-3, β = (0.9, 0.98) and 10 warm-up steps are teddykoker/grokking's (the code D names); the
 readout has p outputs (the answer tokens) instead of p + 2; the last partial batch: full
-batches of 512, as many steps as PyTorch's epochs (``_training.paper_steps``); inputs are
+batches of 512, as many steps as PyTorch's epochs (``_presets.paper_steps``); inputs are
 token ids (no normalisation); initialisation: PyTorch's defaults, as teddykoker/grokking
 (``nets.Transformer``'s ``torch_defaults``); D_LR is read on the test equations (S's table does
 not say which split), the train split is logged beside it.
@@ -47,12 +47,10 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
-from lrrich.experiments._image_runs import init_baseline
-from lrrich.experiments._training import StepTraining, first_step, paper_steps, train_config
+from lrrich.experiments import _measure, _presets
 
 NAME = "grokking-transformer"
 DESCRIPTION = "D Fig 4: 2-layer transformer groks mod-p division; D_LR drops across it"
@@ -80,7 +78,7 @@ _DECOMPOSITION_FIELDS = (
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(StepTraining):
+class Config(_presets.StepTraining):
     """Grokking of a 2-layer transformer on a ∘ b = a·b⁻¹ mod p (D App. F, Fig 4).
 
     The defaults are the paper's architecture and loss (MSE, S = 1) with teddykoker/grokking's
@@ -89,7 +87,7 @@ class Config(StepTraining):
     scale keeps AdamW λ = 1 with target_scale = 10, 5,000 steps and decomposition_steps =
     (200, 5000) (``docs/findings/grokking_transformer.md``: why).
 
-    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s,
+    The optimizer and run-length fields are :class:`~lrrich.experiments._presets.StepTraining`'s,
     whose defaults are this experiment's: AdamW lr 1e-3, β = (0.9, 0.98), decoupled weight decay
     λ = 1, 10 warm-up steps, batch 512 (teddykoker/grokking), 3,000 steps (the paper's "after
     grokking" point), a log point every 50 steps and a checkpoint every 500. ``seed`` also sets
@@ -130,7 +128,7 @@ SCALES = {
     "paper": Config(
         optimizer="adam",
         weight_decay=0.0,
-        steps=paper_steps(4656, 512, PAPER_EPOCHS),
+        steps=_presets.paper_steps(4656, 512, PAPER_EPOCHS),
         log_every=50,
         checkpoint_every=1000,
     ),
@@ -153,18 +151,11 @@ def _check(config: Config) -> None:
 
 def _decompose(model, data) -> dict:
     """Feature decomposition with Nyström fit on the training set, evaluated on the test set."""
-    from flax import nnx
-
     from metrics import feature_decomposition
 
-    @nnx.jit
-    def forward(m, x):
-        feats = m.features(x)
-        return feats, m.head(feats)
-
-    phi_fit, _ = forward(model, jnp.asarray(data.x_train))
-    phi_eval, out_eval = forward(model, jnp.asarray(data.x_test))
-    targets = np.eye(data.num_classes, dtype=np.float32)[data.y_test]
+    phi_fit, _ = _measure.forward(model, data.x_train)
+    phi_eval, out_eval = _measure.forward(model, data.x_test)
+    targets = np.eye(data.num_classes)[data.y_test]
     res = feature_decomposition(phi_fit, phi_eval, out_eval, targets)
     return {k: np.asarray(getattr(res, k)).tolist() for k in _DECOMPOSITION_FIELDS}
 
@@ -194,8 +185,8 @@ def run(config: Config, run_dir: Path) -> dict:
         num_classes=config.p,
         rngs=nnx.Rngs(config.seed),
     )
-    init_dlr = init_baseline(model, data)
-    tc = train_config(config, loss=config.loss, target_scale=config.target_scale)
+    init_dlr = _measure.init_baseline(model, data)
+    tc = _presets.train_config(config)
     decomp_dir = run_dir / "decomposition"
     decomp_dir.mkdir(parents=True, exist_ok=True)
 
@@ -356,8 +347,8 @@ def _summarise(curves: dict, config: Config) -> dict:
         out[f"test_acc_{tag}"] = curves["test_acc"][i]
         out[f"train_acc_{tag}"] = curves["train_acc"][i]
     out["dlr_ratio"] = out["dlr_before"] / max(out["dlr_after"], 1e-12)
-    out["memorised_step"] = first_step(steps, np.asarray(curves["train_acc"]), 0.99)
-    out["grokked_step"] = first_step(steps, np.asarray(curves["test_acc"]), 0.99)
+    out["memorised_step"] = _measure.first_step(steps, np.asarray(curves["train_acc"]), 0.99)
+    out["grokked_step"] = _measure.first_step(steps, np.asarray(curves["test_acc"]), 0.99)
     out["final_test_acc"] = curves["test_acc"][-1]
     out["final_dlr"] = curves["dlr_test"][-1]
     return out

@@ -42,8 +42,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import All, Claim, Less, measured
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _presets
 
 NAME = "kunin-fig6"
 DESCRIPTION = (
@@ -58,7 +57,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Settings of the three panels (K App. D.3, 'Kernel Distance', 'Gabor Filters', 'Random
     Hierarchy Model').
 
@@ -77,9 +76,9 @@ class Config(common.ImageTraining, _training.Seeds):
     24 epochs, 5 training sizes and 4,000 test samples, disjoint from the training samples.
     Every seed draws its own network, data order and (c) RHM rules and samples.
 
-    The LeNet-5 training fields are :class:`~lrrich.experiments._image_runs.ImageTraining`'s
+    The LeNet-5 training fields are :class:`~lrrich.experiments._presets.ImageTraining`'s
     (``optimizer``, ``lr``, ``batch_size``, ``epochs``, ``dataset``, ``n_train``); ``seeds`` is
-    :class:`~lrrich.experiments._training.Seeds`'.
+    :class:`~lrrich.experiments._presets.Seeds`'.
 
     Attributes:
       alphas: layer balances α (first layer ÷α, readout ×α); must contain 1 and values on both
@@ -148,7 +147,7 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"rhm_train_sizes must increase and hold ≥ 2 sizes, got {config.rhm_train_sizes}"
         )
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     cnn = _cnn_runs(config, seeds)
     rhm = [_rhm_seed(config, seed) for seed in seeds]
     return collect(config, seeds, cnn, rhm)
@@ -211,13 +210,13 @@ def _cnn_runs(config: Config, seeds: list[int]) -> list[dict]:
     import metrics
     from nets import balance_layers, train_many
 
-    data = common.load_data(config, "lenet5")
+    data = _data.load_data(config, "lenet5")
     models0, keys = [], []
     for seed in seeds:
-        base = common.build_model("lenet5", data, width=config.width, seed=seed)
+        base = _data.build_model("lenet5", data, width=config.width, seed=seed)
         models0 += [balance_layers(base, float(a), first="conv1") for a in config.alphas]
         keys += [jax.random.key(seed)] * len(config.alphas)
-    tc = common.train_config(config, len(data.x_train))
+    tc = _presets.train_config(config, len(data.x_train))
     models, hists = train_many(
         models0, data, [tc] * len(models0), keys, metrics={}, log_every=10**9
     )
@@ -225,7 +224,7 @@ def _cnn_runs(config: Config, seeds: list[int]) -> list[dict]:
     probe = data.x_train[order[: config.probe_size]]
     out = []
     for s in range(len(seeds)):
-        res = {"dataset": common.dataset_text(data), "n_train": len(data.x_train)}
+        res = {"dataset": _data.dataset_text(data), "n_train": len(data.x_train)}
         res.update(hamming=[], smoothness=[])
         res.update(smoothness_init=[], smoothness_zero_sum=[], test_acc=[], train_acc=[])
         res["filters"] = []
@@ -417,7 +416,7 @@ def _measured(
     n_train = cnn.get("n_train")
     if n_train:
         deviations += [
-            f"LeNet-5: {d}" for d in common.partial_batch_deviation(n_train, config.batch_size)
+            f"LeNet-5: {d}" for d in _presets.partial_batch_deviation(n_train, config.batch_size)
         ]
     dropped = [n for n in config.rhm_train_sizes if n % min(config.rhm_batch, n)]
     if dropped:

@@ -47,8 +47,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import Claim, Less, Premise, measured
-from lrrich.experiments import _training
-from lrrich.experiments._training import StepTraining
+from lrrich.experiments import _measure, _presets
 
 NAME = "kunin-grokking"
 DESCRIPTION = (
@@ -62,7 +61,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(StepTraining):
+class Config(_presets.StepTraining):
     """Every hyper-parameter of Kunin et al. App. D.3 (paper scale) and the CPU deviations.
 
     Paper: modular division mod 97 with half of the 9,312 equations for training, the
@@ -75,7 +74,7 @@ class Config(StepTraining):
     (a ‖ b) instead of the transformer (≈ 20× cheaper per step), lr₀ = 3e-3 (with 1e-3 it does
     not grok within 6,000 steps), the 2 × 2 corner grid, three seeds, 6,000 steps.
 
-    The optimizer and run-length fields are :class:`~lrrich.experiments._training.StepTraining`'s
+    The optimizer and run-length fields are :class:`~lrrich.experiments._presets.StepTraining`'s
     (AdamW, β = (0.9, 0.98), weight decay 1, 10 warm-up steps, batch 512). Here ``lr`` is the base
     learning rate lr₀ at τ = 1, ``steps`` the training budget per run (the "maximal computational
     budget" m), ``log_every`` the resolution of the times, and ``seed`` the first of the
@@ -148,16 +147,16 @@ def make_model(config: Config, alpha: float, seed: int, num_inputs: int, num_cla
     raise ValueError(f"model must be 'mlp' or 'transformer', got {config.model!r}")
 
 
-def train_config(config: Config, tau: float):
+def tau_train_config(config: Config, tau: float):
     """AdamW with logits × τ and learning rate lr₀/τ² (Kunin et al. App. D.3, after Kumar et al.)."""
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    return _training.train_config(config, loss="ce", lr=config.lr / tau**2, output_scale=tau)
+    return _presets.train_config(config, loss="ce", lr=config.lr / tau**2, output_scale=tau)
 
 
 def time_to(steps: np.ndarray, acc: np.ndarray, threshold: float) -> float:
     """First logged step with accuracy ≥ ``threshold``; NaN if never (censored at the budget)."""
-    step = _training.first_step(steps, acc, threshold)
+    step = _measure.first_step(steps, acc, threshold)
     return float("nan") if step is None else step
 
 
@@ -186,7 +185,7 @@ def run(config: Config, run_dir: Path) -> dict:
                 _, hist = train(
                     model,
                     data,
-                    train_config(config, tau),
+                    tau_train_config(config, tau),
                     key=jax.random.key(seed),
                     log_every=config.log_every,
                     metrics={},

@@ -34,11 +34,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
-
 from lrrich.claims import MF_BOUNDARY, Above, Below, Claim, Premise, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "label-shuffling"
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
@@ -53,7 +50,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Label-shuffling settings. Paper: D App. F.4 (Fig 3 rows) and thesis §2.4.
 
     Paper: ResNet18 (k = 64) on 10,000 CIFAR-10 images, SGD lr 0.05, momentum 0.9, weight decay
@@ -75,12 +72,12 @@ class Config(common.ImageTraining, _training.Seeds):
     paper scale (``'channel'``, D App. F.4.2); the effect of the choice is measured in
     ``docs/findings/label_shuffling.md``. Seeds: ``seeds`` networks per fraction (initialisation
     and minibatch order ``seed``, ``seed + 1``, …) on the same subset and the same shuffled
-    labels (drawn with ``seed``), trained together (``_image_runs.train_seeds``). The shared
-    training fields are documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    labels (drawn with ``seed``), trained together (``_seeds.train_seeds``). The shared
+    training fields are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'`` or another of
-        ``_image_runs.MODELS``.
+        ``_data.MODELS``.
       shuffle_fractions: fractions of training labels permuted (paper: 0, 0.1, 1).
       step_every_epochs: the step schedule, lr × 0.2 every this many epochs (paper 60).
     """
@@ -112,7 +109,7 @@ SCALES = {
         step_every_epochs=200,
         shuffle_fractions=(0.0, 1.0),
     ),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config,
         "cifar10",
         n_train=10_000,
@@ -127,7 +124,7 @@ SCALES = {
 
 
 def _tag(fraction: float) -> str:
-    return common.tag(100 * fraction)
+    return _seeds.tag(100 * fraction)
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -137,12 +134,12 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.shuffle_fractions:
         raise ValueError("shuffle_fractions is empty: give at least one fraction in [0, 1]")
-    seeds = _training.seed_list(config)
-    data = common.load_data(config, config.model)
-    tc = common.train_config(config, len(data.x_train), schedule="step")
+    seeds = _presets.seed_list(config)
+    data = _data.load_data(config, config.model)
+    tc = _presets.train_config(config, len(data.x_train), schedule="step")
     points, per_seed, curves = {}, {}, {}
     for frac in config.shuffle_fractions:
-        res = common.train_seeds(
+        res = _seeds.train_seeds(
             config.model,
             shuffle_labels(data, frac, seed=config.seed),
             tc,
@@ -153,15 +150,15 @@ def run(config: Config, run_dir: Path) -> dict:
             checkpoint_every=config.checkpoint_every,
         )
         label = f"{_tag(frac)}% shuffled"
-        points[label], per_seed[label] = res[0], [common.point_summary(r) for r in res]
-        curves[label] = common.seed_curves(res)
-    summary = common.grid_summary(
-        {f"_shuffle{k.split('%')[0]}": _seed_mean(v) for k, v in per_seed.items()}
+        points[label], per_seed[label] = res[0], [_seeds.point_summary(r) for r in res]
+        curves[label] = _seeds.seed_curves(res)
+    summary = _seeds.grid_summary(
+        {f"_shuffle{k.split('%')[0]}": _seeds.seed_mean(v) for k, v in per_seed.items()}
     )
     summary["seeds"] = len(seeds)
     baseline = [
-        common.init_baseline(
-            common.build_model(config.model, data, width=config.width, depth=config.depth, seed=s),
+        _measure.init_baseline(
+            _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=s),
             data,
         )
         for s in seeds
@@ -173,11 +170,6 @@ def run(config: Config, run_dir: Path) -> dict:
         "per_seed": per_seed,
         "measured": _measured(per_seed, points, config, data, baseline),
     }
-
-
-def _seed_mean(results: list[dict]) -> dict:
-    """The seed mean of each number in per-seed :func:`~_image_runs.point_summary` results."""
-    return {k: float(np.mean([r[k] for r in results])) for k in results[0]}
 
 
 _QUOTE = (
@@ -249,7 +241,7 @@ def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list
     p = next(iter(points.values()))["n_features"]
     ref = rf_reference(len(data.x_test), p, data.num_classes)
     dlr_fields = [f for f in values if f.startswith("dlr_")]
-    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
     if config.weight_decay != PAPER_WEIGHT_DECAY:
         deviations.append(f"weight decay {config.weight_decay:g} (T §2.4: {PAPER_WEIGHT_DECAY:g})")
     if config.normalize == "none":
@@ -261,8 +253,8 @@ def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list
         )
     return measured(
         values,
-        seeds=_training.seed_list(config),
-        dataset=common.dataset_text(data),
+        seeds=_presets.seed_list(config),
+        dataset=_data.dataset_text(data),
         scale=f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr "
         f"{config.lr:g}, wd {config.weight_decay:g}, inputs normalize={config.normalize}",
         baseline={f: baseline for f in dlr_fields},
@@ -273,6 +265,6 @@ def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``shuffle_training.png`` (D_LR and accuracy vs epoch), ``shuffle_features.png``."""
-    return common.plot_points(
+    return _plots.plot_points(
         results["points"], run_dir, "shuffle", "label shuffling", results.get("seed_histories")
     )

@@ -37,8 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Holds, Less, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _presets, _seeds
 
 NAME = "learning-curve"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
@@ -49,7 +48,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Learning-curve settings. Paper: D App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
 
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
@@ -66,7 +65,7 @@ class Config(common.ImageTraining, _training.Seeds):
     hidden ReLU layers of width 512 (the thesis's "4-layer FCN"), weight decay 1e-3 (T §2.4),
     otherwise the small protocol. Seeds: ``seeds`` networks per (n, λ) (initialisation and
     minibatch order ``seed``, ``seed + 1``, …) on the same nested subsets (drawn with
-    ``seed``), trained together (``_image_runs.train_seeds``).
+    ``seed``), trained together (``_seeds.train_seeds``).
 
     Attributes:
       model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'``, …
@@ -108,7 +107,7 @@ SCALES = {
     "resnet": Config(model="resnet18", width=4, lr=0.05, epochs=60, step_every_epochs=18),
     # T Fig 7.6's FCN on MNIST: width 512, 4 weight layers, weight decay 1e-3
     "fcn": Config(width=512, depth=3, weight_decays=(1e-3,)),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config,
         "cifar10",
         model="resnet18",
@@ -133,10 +132,10 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.n_trains or not config.weight_decays:
         raise ValueError("n_trains and weight_decays must each hold at least one value")
-    full = common.load_task(
+    full = _data.load_task(
         config.dataset, model=config.model, data_dir=config.data_dir, normalize=config.normalize
     )
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     bad = [n for n in config.n_trains if not 1 <= n <= len(full.x_train)]
     if bad:
         raise ValueError(f"n_trains entries must be in [1, {len(full.x_train)}], got {bad}")
@@ -153,7 +152,7 @@ def run(config: Config, run_dir: Path) -> dict:
             steps = config.epochs * (
                 n_max // min(config.batch_size, n_max) if config.matched_steps else spe
             )
-            tc = common.train_config(
+            tc = _presets.train_config(
                 config,
                 len(data.x_train),
                 weight_decay=wd,
@@ -164,46 +163,43 @@ def run(config: Config, run_dir: Path) -> dict:
                     1, round(config.step_every_epochs * steps / config.epochs / spe)
                 ),
             )
-            runs = common.train_seeds(
+            runs = _seeds.train_seeds(
                 config.model,
                 data,
                 tc,
                 seeds=seeds,
                 width=config.width,
                 depth=config.depth,
-                run_dir=Path(run_dir) / f"n{n}_wd{common.tag(wd)}",
+                run_dir=Path(run_dir) / f"n{n}_wd{_seeds.tag(wd)}",
                 checkpoint_every=config.checkpoint_every,
             )
             for r in runs:
                 r.update(n_train=n, weight_decay=wd)
                 r.pop("decomposition", None)  # only D_LR and accuracy are plotted here
-            label = f"n={n}, wd={common.tag(wd)}"
-            per_seed[label] = [common.point_summary(r) for r in runs]
+            label = f"n={n}, wd={_seeds.tag(wd)}"
+            per_seed[label] = [_seeds.point_summary(r) for r in runs]
             # the seed mean of each headline number; curves and sizes of the first seed
-            res = {
-                **runs[0],
-                **{k: float(np.mean([p[k] for p in per_seed[label]])) for k in per_seed[label][0]},
-            }
+            res = {**runs[0], **_seeds.seed_mean(per_seed[label])}
             points[label] = res
-            summary.update(common.point_summary(res, f"_n{n}_wd{common.tag(wd)}"))
+            summary.update(_seeds.point_summary(res, f"_n{n}_wd{_seeds.tag(wd)}"))
     pts = list(points.values())
     if len(pts) == 1:
-        summary = common.point_summary(pts[0])
+        summary = _seeds.point_summary(pts[0])
     elif len(config.n_trains) > 1:
         for wd in config.weight_decays:
             sel = [p for p in pts if p["weight_decay"] == wd]
             n = np.array([p["n_train"] for p in sel], float)
             err = np.maximum(1 - np.array([p["test_acc"] for p in sel]), 0.5 / len(full.x_test))
-            summary[f"error_exponent_wd{common.tag(wd)}"] = _power_law_exponent(n, err)
-            summary[f"dlr_smallest_n_wd{common.tag(wd)}"] = sel[0]["dlr"]
-            summary[f"dlr_largest_n_wd{common.tag(wd)}"] = sel[-1]["dlr"]
+            summary[f"error_exponent_wd{_seeds.tag(wd)}"] = _power_law_exponent(n, err)
+            summary[f"dlr_smallest_n_wd{_seeds.tag(wd)}"] = sel[0]["dlr"]
+            summary[f"dlr_largest_n_wd{_seeds.tag(wd)}"] = sel[-1]["dlr"]
         sel = [p for p in pts if p["weight_decay"] == config.weight_decays[0]]
         summary["D_LR vs n"] = ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel)
-        summary["D_LR vs n"] += f" at λ={common.tag(config.weight_decays[0])}"
+        summary["D_LR vs n"] += f" at λ={_seeds.tag(config.weight_decays[0])}"
     if len(config.weight_decays) > 1:
         sel = [p for p in pts if p["n_train"] == n_max]
         summary["D_LR vs weight decay"] = ", ".join(
-            f"{p['dlr']:.3f} (λ={common.tag(p['weight_decay'])})" for p in sel
+            f"{p['dlr']:.3f} (λ={_seeds.tag(p['weight_decay'])})" for p in sel
         )
         summary["D_LR vs weight decay"] += f" at n={n_max}"
     summary["seeds"] = len(seeds)
@@ -310,7 +306,7 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
     ns, wds = sorted(config.n_trains), sorted(config.weight_decays)
 
     def dlr(n, wd):
-        return np.array([r["dlr"] for r in per_seed[f"n={n}, wd={common.tag(wd)}"]])
+        return np.array([r["dlr"] for r in per_seed[f"n={n}, wd={_seeds.tag(wd)}"]])
 
     wd0 = config.weight_decays[0]
     values = {"dlr_largest_n": dlr(n_max, wd0)}
@@ -342,7 +338,7 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         deviations.append(f"{config.model} on {full.name} instead of ResNet18 on CIFAR-10")
     return measured(
         values,
-        seeds=_training.seed_list(config),
+        seeds=_presets.seed_list(config),
         dataset=f"{full.name} (subsets of {len(full.x_train):,} / {len(full.x_test):,} test)",
         scale=f"{config.model} (width {config.width}, depth {config.depth}), {config.epochs} "
         f"epochs, SGD lr {config.lr:g}, λ {', '.join(f'{w:g}' for w in wds)}",

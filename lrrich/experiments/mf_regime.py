@@ -53,7 +53,7 @@ from lrrich.claims import (
     measured,
     rf_reference,
 )
-from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "mf-regime"
 DESCRIPTION = (
@@ -81,7 +81,7 @@ D_EFF_TOLERANCE = TOLERANCES["d_eff"].value
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining):
+class Config(_presets.ImageTraining):
     """MF-regime settings. Paper: T §2.4.
 
     Paper: ResNet18 (k = 64) and VGG16 on all of MNIST (padded to
@@ -131,9 +131,9 @@ class Config(common.ImageTraining):
 _PAPER = dict(vgg_lr=0.01, epochs=200, step_every_epochs=60)
 SCALES = {
     "small": Config(),
-    "paper": common.paper_scale(Config, "mnist", augment="none", **_PAPER),
-    "paper-cifar10": common.paper_scale(Config, "cifar10", **_PAPER),
-    "paper-cifar100": common.paper_scale(
+    "paper": _presets.paper_scale(Config, "mnist", augment="none", **_PAPER),
+    "paper-cifar10": _presets.paper_scale(Config, "cifar10", **_PAPER),
+    "paper-cifar100": _presets.paper_scale(
         Config, "cifar100", schedule="constant", **{**_PAPER, "epochs": 600, "output_scale": 0.1}
     ),
 }
@@ -146,29 +146,28 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"models must be a non-empty subset of resnet18, vgg16, vgg16_bn; got {config.models}"
         )
-    data = common.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
+    data = _data.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
     points, baseline = {}, {}
     for model in config.models:
-        tc = common.train_config(
+        tc = _presets.train_config(
             config,
             len(data.x_train),
             lr=config.lr if model == "resnet18" else config.vgg_lr,
         )
-        res = common.train_point(
+        init = {} if model == "resnet18" else {"init": config.vgg_init}
+        (points[model],) = _seeds.train_seeds(
             model,
             data,
             tc,
+            seeds=[config.seed],
             width=config.width,
-            seed=config.seed,
-            init=None if model == "resnet18" else config.vgg_init,
             run_dir=Path(run_dir) / model,
             checkpoint_every=config.checkpoint_every,
+            **init,
         )
-        points[model] = res
-        init = {} if model == "resnet18" else {"init": config.vgg_init}
-        untrained = common.build_model(model, data, width=config.width, seed=config.seed, **init)
-        baseline[model] = common.init_baseline(untrained, data)
-    summary = common.grid_summary({f"_{m}": r for m, r in points.items()})
+        untrained = _data.build_model(model, data, width=config.width, seed=config.seed, **init)
+        baseline[model] = _measure.init_baseline(untrained, data)
+    summary = _seeds.grid_summary({f"_{m}": r for m, r in points.items()})
     c = data.num_classes
     summary["num_classes"] = c
     summary["all_mf"] = bool(all(in_mf_regime(r, c) for r in points.values()))
@@ -260,16 +259,16 @@ def _measured(points: dict, config: Config, data, baseline: dict) -> dict:
         f"dlr_{m}_{ds}": rf_reference(len(data.x_test), r["n_features"], c)
         for m, r in points.items()
     }
-    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
     if config.width != 64 or config.dataset == "mnist5k":
         deviations.append(
             f"width {config.width} (Φ ∈ ℝ^{8 * config.width}) instead of 64 (ℝ⁵¹²), "
-            f"{common.dataset_text(data)}, {config.epochs} epochs"
+            f"{_data.dataset_text(data)}, {config.epochs} epochs"
         )
     return measured(
         values,
         seeds=[config.seed],
-        dataset=common.dataset_text(data),
+        dataset=_data.dataset_text(data),
         scale=f"{', '.join(points)} width {config.width}, {config.epochs} epochs, SGD lr "
         f"{config.lr:g} (VGG16 {config.vgg_lr:g}), wd {config.weight_decay:g}",
         baseline={f"dlr_{m}_{ds}": [baseline[m]] for m in points},
@@ -281,4 +280,4 @@ def _measured(points: dict, config: Config, data, baseline: dict) -> dict:
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``mf_training.png`` (D_LR, accuracy, loss vs epoch per model) and ``mf_features.png``
     (Π*(k), Π̂(k), ρ_k/ρ_1 per model: the MF regime uses the first C features only)."""
-    return common.plot_points(results["points"], run_dir, "mf", "T Table 2.2: MF regime")
+    return _plots.plot_points(results["points"], run_dir, "mf", "T Table 2.2: MF regime")

@@ -56,8 +56,7 @@ from lrrich.claims import (
     measured,
     rf_reference,
 )
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "resnet-lr"
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
@@ -75,7 +74,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """ResNet18 learning-rate settings. Paper: T §2.4 (Table 2.2 setup) and D App. F.4.
 
     Paper: ResNet18 (k = 64, Φ ∈ ℝ⁵¹²) on all 50,000 CIFAR-100 images, SGD momentum 0.9, weight
@@ -91,7 +90,7 @@ class Config(common.ImageTraining, _training.Seeds):
     D_eff ≈ 10 instead of 100), k = 4 instead of 64 (Φ ∈ ℝ³²), 200 epochs (1,600 steps) at a
     constant rate (T §2.4 steps MNIST × 0.2 every 60 epochs; the constant rate is its CIFAR-100
     protocol), no augmentation, output scale 1/3 (D's CIFAR-10 value). The shared training
-    fields are documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    fields are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       lrs: the SGD learning rates trained (paper 0.005, 0.05, 0.2). A rate whose loss diverges
@@ -119,7 +118,7 @@ SCALES = {
     # diverges (50 epochs: 400 steps per point), and the k = 16 point of the width comparison
     "past-0.2": Config(dataset="mnist5k", lrs=(0.2, 0.4, 0.8, 1.6), epochs=50),
     "width16": Config(dataset="mnist5k", width=16, lrs=(0.05,), epochs=50),
-    "paper": common.paper_scale(Config, "cifar100", epochs=600, output_scale=0.1),
+    "paper": _presets.paper_scale(Config, "cifar100", epochs=600, output_scale=0.1),
 }
 
 
@@ -130,24 +129,24 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.lrs:
         raise ValueError("lrs is empty: give at least one learning rate > 0")
-    data = common.load_data(config, "resnet18")
-    seeds = _training.seed_list(config)
+    data = _data.load_data(config, "resnet18")
+    seeds = _presets.seed_list(config)
     points, per_seed, by_suffix, curves = {}, {}, {}, {}
     for lr in config.lrs:
-        tc = common.train_config(config, len(data.x_train), lr=lr)
-        label = f"lr={common.tag(lr)}"
+        tc = _presets.train_config(config, len(data.x_train), lr=lr)
+        label = f"lr={_seeds.tag(lr)}"
         runs = []
         for seed in seeds:
-            sub = Path(run_dir) / f"lr{common.tag(lr)}"
-            runs.append(_train_or_diverge(config, data, tc, seed, sub / f"seed_{seed}"))
+            sub = Path(run_dir) / f"lr{_seeds.tag(lr)}"
+            runs.append(_train_or_diverge(config, data, tc, seed, sub))
         per_seed[label] = [_compact(r) for r in runs]
         stable = [r for r in runs if not r.get("diverged")]
         if stable:
             points[label] = stable[0]  # the first stable seed's point (its decomposition)
-            curves[label] = common.seed_curves(stable)
-        by_suffix[f"_lr{common.tag(lr)}"] = common.seed_mean(runs)
-    means = {lr: by_suffix[f"_lr{common.tag(lr)}"] for lr in config.lrs}
-    summary = common.grid_summary(by_suffix)
+            curves[label] = _seeds.seed_curves(stable)
+        by_suffix[f"_lr{_seeds.tag(lr)}"] = _seeds.seed_mean(runs)
+    means = {lr: by_suffix[f"_lr{_seeds.tag(lr)}"] for lr in config.lrs}
+    summary = _seeds.grid_summary(by_suffix)
     stable_lrs = [lr for lr in config.lrs if np.isfinite(means[lr]["dlr"])]
     if len(config.lrs) > 1 and stable_lrs:
         summary["richest_lr"] = float(min(stable_lrs, key=lambda lr: means[lr]["dlr"]))
@@ -157,13 +156,15 @@ def run(config: Config, run_dir: Path) -> dict:
     summary["diverged_lrs"] = [
         float(lr)
         for lr in config.lrs
-        if any(r["diverged"] for r in per_seed[f"lr={common.tag(lr)}"])
+        if any(r["diverged"] for r in per_seed[f"lr={_seeds.tag(lr)}"])
     ]
     summary["all_mf_regime"] = bool(
         all(r["dlr"] < MF_BOUNDARY for p in per_seed.values() for r in p)
     )
     baseline = [
-        common.init_baseline(common.build_model("resnet18", data, width=config.width, seed=s), data)
+        _measure.init_baseline(
+            _data.build_model("resnet18", data, width=config.width, seed=s), data
+        )
         for s in seeds
     ]
     return {
@@ -177,17 +178,17 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 def _train_or_diverge(config: Config, data, tc, seed: int, run_dir: Path) -> dict:
-    """One seed at one rate: :func:`~lrrich.experiments._image_runs.train_point`, or, when the
+    """One seed at one rate: :func:`~lrrich.experiments._seeds.train_seeds`, or, when the
     loss turns non-finite, ``{"diverged": True, "diverged_step": …}`` with NaN measures."""
     from nets import TrainingDiverged
 
     try:
-        res = common.train_point(
+        (res,) = _seeds.train_seeds(
             "resnet18",
             data,
             tc,
+            seeds=[seed],
             width=config.width,
-            seed=seed,
             run_dir=run_dir,
             checkpoint_every=config.checkpoint_every,
         )
@@ -304,7 +305,7 @@ def _measured(per_seed: dict, config: Config, data, baseline: list[float]) -> di
     c = data.num_classes
     values = {}
     for lr in config.lrs:
-        t = common.tag(lr)
+        t = _seeds.tag(lr)
         runs = per_seed[f"lr={t}"]
         for k in ("dlr", "test_acc", "train_acc"):
             values[f"{k}_lr{t}"] = [r[k] for r in runs]
@@ -313,7 +314,7 @@ def _measured(per_seed: dict, config: Config, data, baseline: list[float]) -> di
                 values[f"{k}_per_c_lr{t}"] = [r[k] / c for r in runs]
     dlr_fields = [f for f in values if f.startswith("dlr_")]
     ref = rf_reference(len(data.x_test), 8 * config.width, c)
-    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
     if not data.name.startswith("cifar100") or config.width != 64:
         deviations.append(
             f"ResNet18 k = {config.width} on {data.name} (C = {c}) instead of k = 64 on "
@@ -321,8 +322,8 @@ def _measured(per_seed: dict, config: Config, data, baseline: list[float]) -> di
         )
     return measured(
         values,
-        seeds=_training.seed_list(config),
-        dataset=common.dataset_text(data),
+        seeds=_presets.seed_list(config),
+        dataset=_data.dataset_text(data),
         scale=f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD ({config.schedule}), "
         f"wd {config.weight_decay:g}",
         baseline={f: baseline for f in dlr_fields},
@@ -340,7 +341,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
 
     lrs, per_seed = results["lrs"], results["per_seed"]
     c = results["summary"]["num_classes"]
-    runs = [per_seed[f"lr={common.tag(lr)}"] for lr in lrs]
+    runs = [per_seed[f"lr={_seeds.tag(lr)}"] for lr in lrs]
 
     def mean(key):
         return [float(np.nanmean([r.get(key, np.nan) for r in rs] + [np.nan])) for rs in runs]
@@ -372,6 +373,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     paths = [save_figure(fig, Path(run_dir) / "lr_sweep.png")]
     if not results["points"]:
         return paths
-    return paths + common.plot_points(
+    return paths + _plots.plot_points(
         results["points"], run_dir, "lr", "ResNet18 lr sweep", results.get("seed_histories")
     )

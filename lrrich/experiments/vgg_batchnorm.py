@@ -37,8 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "vgg-batchnorm"
 DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
@@ -56,7 +55,7 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """VGG16 ±BN settings. Paper: D App. F.4 (Fig 6 row) and thesis §2.4.
 
     Paper: VGG16 (first-block width 64) on all 50,000 CIFAR-100 images, SGD lr 0.01, momentum
@@ -71,7 +70,7 @@ class Config(common.ImageTraining, _training.Seeds):
     14 / 17 % after 80 steps). 30 epochs do not fit the network without BN (the premise row);
     ``--scale fit`` trains at T's lr 0.01 for :data:`FIT_EPOCHS` epochs towards T's premise
     (docs/findings/vgg_batchnorm.md). The shared
-    training fields are documented in :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    training fields are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       init: layer initialisation. **Decision:** D used "VGG16 from PyTorch", i.e.
@@ -109,7 +108,7 @@ SCALES = {
     # T's protocol at the small size: its lr 0.01, trained for the premise that both networks
     # pass 94 % training accuracy (FIT_EPOCHS: not yet enough without BN, 52.8 % at epoch 300)
     "fit": Config(dataset="mnist5k", lr=0.01, epochs=FIT_EPOCHS, checkpoint_every=400),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config, "cifar100", lr=0.01, output_scale=0.1, epochs=400, head="torchvision"
     ),
 }
@@ -123,9 +122,9 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError("batch_norm is empty: give False and/or True")
     if not 0 < config.fit_accuracy <= 1:
         raise ValueError(f"fit_accuracy must lie in (0, 1], got {config.fit_accuracy}")
-    data = common.load_data(config, "vgg16")
-    tc = common.train_config(config, len(data.x_train))
-    seeds = _training.seed_list(config)
+    data = _data.load_data(config, "vgg16")
+    tc = _presets.train_config(config, len(data.x_train))
+    seeds = _presets.seed_list(config)
     points, per_seed, by_suffix, baseline, curves = {}, {}, {}, {}, {}
     head = None if config.head == "cifar" else config.head
     extra = {"init": config.init} | ({"head": head} if head else {})
@@ -133,33 +132,30 @@ def run(config: Config, run_dir: Path) -> dict:
         label = "bn" if bn else "no_bn"
         model = "vgg16_bn" if bn else "vgg16"
         baseline[label] = [
-            common.init_baseline(
-                common.build_model(model, data, width=config.width, seed=s, **extra), data
+            _measure.init_baseline(
+                _data.build_model(model, data, width=config.width, seed=s, **extra), data
             )
             for s in seeds
         ]
-        runs = []
-        for seed in seeds:
-            res = common.train_point(
-                model,
-                data,
-                tc,
-                width=config.width,
-                seed=seed,
-                init=config.init,
-                head=head,
-                run_dir=Path(run_dir) / label / f"seed_{seed}",
-                checkpoint_every=config.checkpoint_every,
-            )
-            runs.append(res | _first_fit(res["history"], config.fit_accuracy))
+        runs = _seeds.train_seeds(
+            model,
+            data,
+            tc,
+            seeds=seeds,
+            width=config.width,
+            run_dir=Path(run_dir) / label,
+            checkpoint_every=config.checkpoint_every,
+            **extra,
+        )
+        runs = [r | _first_fit(r["history"], config.fit_accuracy) for r in runs]
         name = "with BN" if bn else "without BN"
         points[name] = runs[0]  # the first seed's point (its decomposition)
-        curves[name] = common.seed_curves(runs)
+        curves[name] = _seeds.seed_curves(runs)
         per_seed[name] = [{k: v for k, v in r.items() if k not in _CURVES} for r in runs]
-        by_suffix[f"_{label}"] = common.seed_mean(runs) | {
+        by_suffix[f"_{label}"] = _seeds.seed_mean(runs) | {
             "fit_epoch": _nan_mean([r["fit_epoch"] for r in runs])
         }
-    summary = common.grid_summary(by_suffix)
+    summary = _seeds.grid_summary(by_suffix)
     for suffix, res in by_suffix.items():
         summary[f"fit_epoch{suffix if len(by_suffix) > 1 else ''}"] = res["fit_epoch"]
     summary["seeds"] = len(seeds)
@@ -271,7 +267,7 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
     p = next(iter(per_seed.values()))[0]["n_features"]
     ref = rf_reference(len(data.x_test), p, data.num_classes)
     dlr_fields = [f for f in values if f.startswith("dlr")]
-    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
     if not data.name.startswith("cifar100"):
         deviations.append(
             f"{data.num_classes} classes ({data.name}) instead of CIFAR-100's 100, VGG16 width "
@@ -279,8 +275,8 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
         )
     return measured(
         values,
-        seeds=_training.seed_list(config),
-        dataset=common.dataset_text(data),
+        seeds=_presets.seed_list(config),
+        dataset=_data.dataset_text(data),
         scale=f"VGG16 width {config.width}, {config.epochs} epochs, SGD lr {config.lr:g}, "
         f"wd {config.weight_decay:g}",
         baseline={f: baseline["no_bn" if f.endswith("no_bn") else "bn"] for f in dlr_fields},
@@ -291,6 +287,6 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``vgg_training.png`` (D_LR and accuracy vs epoch), ``vgg_features.png``."""
-    return common.plot_points(
+    return _plots.plot_points(
         results["points"], run_dir, "vgg", "VGG16 ± BatchNorm", results.get("seed_histories")
     )

@@ -36,8 +36,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "weight-decay"
 DESCRIPTION = "T Fig 7.2b: ResNet18 weight-decay sweep, test accuracy and D_LR vs weight decay"
@@ -51,7 +50,7 @@ T_STEPS = 78_200
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Weight-decay sweep (T §2.4, §7.3, Fig 7.2(b)).
 
     Paper: ResNet18 (k = 64) on CIFAR-10 (50,000 images, augmentation), SGD lr 0.05, momentum
@@ -61,7 +60,7 @@ class Config(common.ImageTraining, _training.Seeds):
     Small-scale deviations: Fashion-MNIST (Debian's IDX files; mnist5k when absent), a
     class-balanced subset of ``n_train`` images and the first ``n_test`` test images, k = 4, 30
     epochs (lr × 0.2 every 9), no augmentation, λ × 370 (module docstring). The shared fields
-    are :class:`~lrrich.experiments._image_runs.ImageTraining`'s.
+    are :class:`~lrrich.experiments._presets.ImageTraining`'s.
 
     Attributes:
       weight_decays: coupled L2 weight decays λ; the first is the reference (0), the last the
@@ -95,7 +94,7 @@ SCALES = {
         step_every_epochs=18,
         weight_decays=(0.0, 1e-3, 5e-3, 0.025),
     ),
-    "paper": common.paper_scale(
+    "paper": _presets.paper_scale(
         Config,
         "cifar10",
         model="resnet18",
@@ -114,18 +113,18 @@ def run(config: Config, run_dir: Path) -> dict:
     wds = tuple(config.weight_decays)
     if len(wds) < 2 or list(wds) != sorted(set(wds)) or wds[0] < 0:
         raise ValueError(f"weight_decays must be ≥ 2 increasing values ≥ 0, got {wds}")
-    data = common.load_data(config, config.model)
+    data = _data.load_data(config, config.model)
     data = data._replace(x_test=data.x_test[: config.n_test], y_test=data.y_test[: config.n_test])
-    seeds = _training.seed_list(config)
+    seeds = _presets.seed_list(config)
     grid = [(wd, s) for wd in wds for s in seeds]
     n = len(data.x_train)
-    configs = [common.train_config(config, n, weight_decay=wd, schedule="step") for wd, _ in grid]
+    configs = [_presets.train_config(config, n, weight_decay=wd, schedule="step") for wd, _ in grid]
     models = [
-        common.build_model(config.model, data, width=config.width, depth=config.depth, seed=s)
+        _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=s)
         for _, s in grid
     ]
     # the at-init baseline of each seed (its network is the same at every λ), before training
-    baseline = [common.init_baseline(m, data) for m in models[: len(seeds)]]  # λ = wds[0]
+    baseline = [_measure.init_baseline(m, data) for m in models[: len(seeds)]]  # λ = wds[0]
     trained, hists = train_many(
         models,
         data,
@@ -141,16 +140,16 @@ def run(config: Config, run_dir: Path) -> dict:
     )
     points = {}
     for (wd, seed), model, hist in zip(grid, trained, hists, strict=True):
-        res = common.measure(model, data, config.output_scale)
+        res = _measure.measure(model, data, config.output_scale)
         res.update(weight_decay=wd, seed=seed, train_seconds=hist.train_time)
         res["history"] = {k: hist.column(k).tolist() for k in ("step", "test_acc", "dlr_test")}
-        points[f"wd={common.tag(wd)}, seed={seed}"] = res
+        points[f"wd={_seeds.tag(wd)}, seed={seed}"] = res
     summary = {}
     for wd in wds:
         sel = [p for p in points.values() if p["weight_decay"] == wd]
         for k in ("dlr", "test_acc", "train_acc", "d_eff_rho"):
             if all(k in p for p in sel):
-                summary[f"{k}_wd{common.tag(wd)}"] = float(np.mean([p[k] for p in sel]))
+                summary[f"{k}_wd{_seeds.tag(wd)}"] = float(np.mean([p[k] for p in sel]))
     summary["seeds"] = len(seeds)
     return {
         "summary": summary,
@@ -212,7 +211,7 @@ set."""
 
 def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict:
     """The per-seed record the claims read: the smallest and the largest λ of the grid."""
-    wds, seeds = tuple(config.weight_decays), _training.seed_list(config)
+    wds, seeds = tuple(config.weight_decays), _presets.seed_list(config)
 
     def v(key, wd):
         by_seed = {p["seed"]: p[key] for p in points.values() if p["weight_decay"] == wd}
@@ -228,7 +227,7 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
     p = next(iter(points.values()))["n_features"]
     ref = rf_reference(len(data.x_test), p, data.num_classes)
     dlr_fields = [f for f in values if f.startswith("dlr_")]
-    deviations = common.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
     if config.epochs * len(data.x_train) < 0.5 * T_STEPS * config.batch_size:
         deviations.append(
             f"{config.epochs} epochs of {len(data.x_train):,} images against T's 78,200 steps "
@@ -241,9 +240,9 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
     return measured(
         values,
         seeds=seeds,
-        dataset=common.dataset_text(data),
+        dataset=_data.dataset_text(data),
         scale=f"{config.model} k = {config.width}, SGD lr {config.lr:g}, {config.epochs} epochs, "
-        f"λ {', '.join(common.tag(w) for w in wds)}",
+        f"λ {', '.join(_seeds.tag(w) for w in wds)}",
         baseline={f: baseline for f in dlr_fields},
         reference={f: ref for f in dlr_fields},
         deviations=deviations,

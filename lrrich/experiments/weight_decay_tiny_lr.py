@@ -42,8 +42,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import All, Below, Claim, Less, Value, measured, rf_reference
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _paper_d, _training
+from lrrich.experiments import _data, _measure, _presets
 
 NAME = "wd-tiny-lr"
 DESCRIPTION = "D Fig 2a: large weight decay + tiny lr; D_LR vs S_init, |theta|^2, NC1"
@@ -59,7 +58,7 @@ MEASURES = ("dlr", "s_init", "param_norm_ratio", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(common.ImageTraining, _training.Seeds):
+class Config(_presets.ImageTraining, _presets.Seeds):
     """Large-weight-decay, tiny-learning-rate settings (D App. F.4, Fig 2(a) rows).
 
     Paper: all 60,000 MNIST images, output scale 1, batch 128, SGD without momentum, 200 epochs,
@@ -74,7 +73,7 @@ class Config(common.ImageTraining, _training.Seeds):
     Small-scale deviations: the 4,000 real MNIST training images of ``mnist5k`` instead of
     60,000, with the larger η (still ~100× below a normal SGD step for this net) to get the
     same shrinkage in 6,200 steps. The shared training fields are documented in
-    :class:`~lrrich.experiments._image_runs.ImageTraining`.
+    :class:`~lrrich.experiments._presets.ImageTraining`.
 
     Attributes:
       eval_size: test images on which the measures are computed (the first ones; all 1,000 of
@@ -103,8 +102,8 @@ SCALES = {
 def run(config: Config, run_dir: Path) -> dict:
     """Train once per seed, logging D_LR, S_init, ‖θ‖², NC1 in float32 and float64 forward
     passes; summary: the seed means (``per_seed``: each seed's; ``curves``: the first seed's)."""
-    data = common.load_data(config, "mlp")
-    seeds = _training.seed_list(config)
+    data = _data.load_data(config, "mlp")
+    seeds = _presets.seed_list(config)
     per_seed, curves = [], None
     for seed in seeds:
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
@@ -135,24 +134,24 @@ def _train_seed(config: Config, data, seed: int, run_dir: Path):
     n_fit = min(config.eval_size, len(data.x_train))
     pick = np.sort(np.random.default_rng(seed).permutation(len(data.x_train))[:n_fit])
     x_tr, y_tr = data.x_train[pick], data.y_train[pick]
-    model0 = common.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
-    init_fitted_dlr = common.init_baseline(model0, data)
-    model0_64 = _paper_d.cast_model(model0, jnp.float64)
+    model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
+    init_fitted_dlr = _measure.init_baseline(model0, data)
+    model0_64 = _measure.cast_model(model0, jnp.float64)
     curves: dict[str, list] = {}
 
     def log(record: dict, model) -> None:
-        out_tr = _paper_d.forward(model, x_tr)[1]
+        out_tr = _measure.forward(model, x_tr)[1]
         row = {"step": record["step"], "train_acc": float(np.mean(out_tr.argmax(1) == y_tr))}
-        row.update(_paper_d.measures(model, model0, x, y))
-        m64 = _paper_d.measures(_paper_d.cast_model(model, jnp.float64), model0_64, x, y)
+        row.update(_measure.prior_measures(model, model0, x, y))
+        m64 = _measure.prior_measures(_measure.cast_model(model, jnp.float64), model0_64, x, y)
         row.update({f"{k}_f64": v for k, v in m64.items() if k in MEASURES})
         # NC1 of θ₀ shrunk uniformly to the same norm, nothing learned (float64)
-        shrunk = _paper_d.scaled_model(model0_64, float(np.sqrt(m64["param_norm_ratio"])))
-        row["nc1_shrink"] = _paper_d.nc1(_paper_d.forward(shrunk, x)[0], y, data.num_classes)
+        shrunk = _measure.scaled_model(model0_64, float(np.sqrt(m64["param_norm_ratio"])))
+        row["nc1_shrink"] = _measure.nc1(_measure.forward(shrunk, x)[0], y, data.num_classes)
         for k, v in row.items():
             curves.setdefault(k, []).append(v)
 
-    tc = common.train_config(config, len(data.x_train))
+    tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     _, hist = train(
         model0,

@@ -8,6 +8,7 @@ import pytest
 
 from lrrich import registry
 from lrrich.claims import judge_all, measured
+from lrrich.experiments import _measure
 from lrrich.experiments import grokking_mlp as exp
 
 TINY = dataclasses.replace(
@@ -25,16 +26,16 @@ TINY = dataclasses.replace(
 def test_first_step_matches_a_naive_scan():
     steps = np.array([0, 10, 20, 30])
     vals = np.array([0.1, np.nan, 0.95, 0.99])
-    assert exp.first_step(steps, vals, 0.9) == 20.0
-    assert exp.first_step(steps, vals, 0.99) == 30.0
-    assert exp.first_step(steps, vals, 0.999) is None
+    assert _measure.first_step(steps, vals, 0.9) == 20.0
+    assert _measure.first_step(steps, vals, 0.99) == 30.0
+    assert _measure.first_step(steps, vals, 0.999) is None
 
 
 def test_variants_move_exactly_the_table_6_1_knob():
     cfg = exp.Config()
     rows = {
         v: tuple(
-            getattr(exp.train_config(cfg, v), k)
+            getattr(exp.variant_train_config(cfg, v), k)
             for k in ("weight_scale", "target_scale", "input_scale", "output_scale")
         )
         for v in exp.VARIANTS
@@ -47,10 +48,10 @@ def test_variants_move_exactly_the_table_6_1_knob():
         "input_downscaling": (5, 3, 0.01, 1),
         "output_downscaling": (5, 3, 1, 0.1),
     }
-    tc = exp.train_config(cfg, "default")
+    tc = exp.variant_train_config(cfg, "default")
     assert (tc.optimizer, tc.lr, tc.weight_decay, tc.batch_size) == ("adam", 1e-3, 1e-4, 128)
     with pytest.raises(ValueError, match="unknown variant"):
-        exp.train_config(cfg, "nope")
+        exp.variant_train_config(cfg, "nope")
 
 
 def test_registered_with_small_and_paper_scales():

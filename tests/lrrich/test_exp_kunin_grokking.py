@@ -50,13 +50,13 @@ def test_transformer_embeddings_are_torch_normal_divided_by_alpha():
 
 
 def test_tau_scales_the_logits_and_divides_the_lr_by_tau_squared():
-    tc = exp.train_config(exp.Config(), 0.5)
+    tc = exp.tau_train_config(exp.Config(), 0.5)
     assert tc.output_scale == 0.5 and tc.lr == pytest.approx(3e-3 / 0.25)
     assert (tc.optimizer, tc.b2, tc.weight_decay, tc.loss) == ("adamw", 0.98, 1.0, "ce")
     paper = registry.get("kunin-grokking").config("paper")
     assert paper.model == "transformer" and paper.steps == 30000 and len(paper.alphas) == 5
     with pytest.raises(ValueError, match="tau"):
-        exp.train_config(exp.Config(), 0.0)
+        exp.tau_train_config(exp.Config(), 0.0)
 
 
 def test_time_to_is_the_first_logged_crossing():

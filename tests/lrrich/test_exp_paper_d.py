@@ -11,9 +11,9 @@ import pytest
 
 from lrrich import io
 from lrrich.claims import VERDICTS, judge_all, measured
-from lrrich.experiments import _image_runs as common
 from lrrich.experiments import (
-    _paper_d,
+    _data,
+    _measure,
     encoded_labels,
     target_downscaling,
     weight_decay_tiny_lr,
@@ -262,22 +262,22 @@ def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
     """
     import jax.numpy as jnp
 
-    data = common.load_task("mnist5k", n_train=300)
+    data = _data.load_task("mnist5k", n_train=300)
     x, y = data.x_train, data.y_train
-    one = _paper_d.cast_model(common.build_model("mlp", data, width=32, depth=1), jnp.float64)
-    nc1_one = _paper_d.nc1(_paper_d.forward(one, x)[0], y, 10)
+    one = _measure.cast_model(_data.build_model("mlp", data, width=32, depth=1), jnp.float64)
+    nc1_one = _measure.nc1(_measure.forward(one, x)[0], y, 10)
     for c in (0.1, 1e-4):
-        phi = _paper_d.forward(_paper_d.scaled_model(one, c), x)[0]
-        assert _paper_d.nc1(phi, y, 10) == pytest.approx(nc1_one, rel=1e-9)
-    two = _paper_d.cast_model(common.build_model("mlp", data, width=32, depth=2), jnp.float64)
+        phi = _measure.forward(_measure.scaled_model(one, c), x)[0]
+        assert _measure.nc1(phi, y, 10) == pytest.approx(nc1_one, rel=1e-9)
+    two = _measure.cast_model(_data.build_model("mlp", data, width=32, depth=2), jnp.float64)
     (k1, b1), (k2, b2) = [
         (np.asarray(lin.kernel[...]), np.asarray(lin.bias[...])) for lin in two.layers
     ]
     limit = (np.maximum(x @ k1 + b1, 0.0) @ k2) * (b2 > 0)  # written out, no model code
-    shrunk = _paper_d.forward(_paper_d.scaled_model(two, 1e-5), x)[0]
-    assert _paper_d.nc1(shrunk, y, 10) == pytest.approx(_paper_d.nc1(limit, y, 10), rel=1e-4)
-    assert _paper_d.nc1(limit, y, 10) != pytest.approx(
-        _paper_d.nc1(_paper_d.forward(two, x)[0], y, 10), rel=1e-2
+    shrunk = _measure.forward(_measure.scaled_model(two, 1e-5), x)[0]
+    assert _measure.nc1(shrunk, y, 10) == pytest.approx(_measure.nc1(limit, y, 10), rel=1e-4)
+    assert _measure.nc1(limit, y, 10) != pytest.approx(
+        _measure.nc1(_measure.forward(two, x)[0], y, 10), rel=1e-2
     )  # the limit is another value: the shrinkage moves NC1
 
 
@@ -294,14 +294,14 @@ def test_spearman_against_scipy():
 
 
 def test_measures_against_direct_formulas():
-    """S_init, ‖θ‖² and D_LR of _paper_d.measures against naive n×n kernel computations."""
-    data = common.load_task("mnist5k", n_train=200)
-    m0 = common.build_model("mlp", data, width=16, depth=1, seed=0)
-    m1 = common.build_model("mlp", data, width=16, depth=1, seed=1)
+    """S_init, ‖θ‖² and D_LR of _measure.prior_measures against naive n×n kernel computations."""
+    data = _data.load_task("mnist5k", n_train=200)
+    m0 = _data.build_model("mlp", data, width=16, depth=1, seed=0)
+    m1 = _data.build_model("mlp", data, width=16, depth=1, seed=1)
     x, y = data.x_train, data.y_train
-    got = _paper_d.measures(m1, m0, x, y)
-    phi0, _ = _paper_d.forward(m0, x)
-    phi, out = _paper_d.forward(m1, x)
+    got = _measure.prior_measures(m1, m0, x, y)
+    phi0, _ = _measure.forward(m0, x)
+    phi, out = _measure.forward(m1, x)
     h = np.eye(len(x)) - 1.0 / len(x)
     k0, k = h @ phi0 @ phi0.T @ h, h @ phi @ phi.T @ h
     cka = np.sum(k0 * k) / (np.linalg.norm(k0) * np.linalg.norm(k))
@@ -317,8 +317,8 @@ def test_measures_against_direct_formulas():
         for lin in layers
     )
     assert got["param_norm"] == pytest.approx(naive, rel=1e-5)
-    assert math.isnan(_paper_d.safe_dlr(phi, np.ones_like(out)))
-    assert math.isnan(_paper_d.nc1(np.ones_like(phi), y, 10))  # identical class means
+    assert math.isnan(_measure.safe_dlr(phi, np.ones_like(out)))
+    assert math.isnan(_measure.nc1(np.ones_like(phi), y, 10))  # identical class means
     with pytest.raises(ValueError):  # bad input is an error, not a NaN
-        _paper_d.nc1(phi[:-1], y, 10)
-    assert _paper_d.nc1(phi, y, 10) == got["nc1"] > 0
+        _measure.nc1(phi[:-1], y, 10)
+    assert _measure.nc1(phi, y, 10) == got["nc1"] > 0

@@ -14,7 +14,7 @@ import pytest
 
 from lrrich import io, registry
 from lrrich.claims import VERDICTS
-from lrrich.experiments import _image_runs as common
+from lrrich.experiments import _data, _measure, _presets, _seeds
 from lrrich.runner import run_experiment
 from lrrich.sweep import run_sweep
 from tests.same_run import assert_same_run
@@ -171,7 +171,7 @@ def test_paper_configs_name_the_paper_setting(name):
     paper, small = exp.config("paper"), exp.config("small")
     assert paper.dataset == PAPER_DATA[name]
     assert small.dataset in ("mnist5k", "fashion_mnist")  # real images, offline
-    assert isinstance(small, common.ImageTraining)  # the one shared training sub-config
+    assert isinstance(small, _presets.ImageTraining)  # the one shared training sub-config
     assert type(paper) is exp.config_cls and paper != small
     assert paper.checkpoint_every > 0  # resumable on an accelerator
     # D App. F.4 / thesis §2.4: SGD momentum 0.9, batch 128, CIFAR augmentation
@@ -208,22 +208,22 @@ def test_paper_grids_are_the_papers():
 
 
 def test_offline_digits32_task():
-    data = common.load_task("digits32")
+    data = _data.load_task("digits32")
     assert data.x_train.shape == (1437, 32, 32, 3) and data.x_test.shape == (360, 32, 32, 3)
     assert abs(float(data.x_train.mean())) < 1e-5 and abs(float(data.x_train.std()) - 1) < 1e-5
     # pixel repetition: each 4×4 block is constant and equal across channels
     blocks = data.x_train[:5].reshape(5, 8, 4, 8, 4, 3)
     assert np.all(blocks == blocks[:, :, :1, :, :1, :1])
     with pytest.raises(ValueError, match="unknown dataset"):
-        common.load_task("imagenet")
+        _data.load_task("imagenet")
     with pytest.raises(ValueError, match="n_train"):
-        common.load_task("digits", n_train=10_000)
+        _data.load_task("digits", n_train=10_000)
 
 
 def test_real_images_are_shaped_for_the_model(monkeypatch, tmp_path):
     shapes = {
-        model: common.load_task("mnist5k", model=model, n_train=20).input_shape
-        for model in common.MODELS
+        model: _data.load_task("mnist5k", model=model, n_train=20).input_shape
+        for model in _data.MODELS
     }
     assert shapes == {
         "mlp": (784,),
@@ -233,15 +233,15 @@ def test_real_images_are_shaped_for_the_model(monkeypatch, tmp_path):
         "vgg16_bn": (32, 32, 1),
     }
     with pytest.raises(ValueError, match="unknown model"):
-        common.load_task("mnist5k", model="alexnet")
+        _data.load_task("mnist5k", model="alexnet")
     with pytest.raises(ValueError, match=r"n_train must be in \[1, 4000\]"):
-        common.load_task("mnist5k", n_train=4001)
+        _data.load_task("mnist5k", n_train=4001)
     # without Debian's package and data_dir, Fashion-MNIST falls back to mnist5k, with a warning
     from nets.data import idx
 
     monkeypatch.setattr(idx, "FASHION_MNIST_DIR", tmp_path / "absent")
     with pytest.warns(UserWarning, match="apt-get install dataset-fashion-mnist"):
-        data = common.load_task("fashion_mnist", model="lenet5", n_train=20)
+        data = _data.load_task("fashion_mnist", model="lenet5", n_train=20)
     assert data.name == "mnist5k"
 
 
@@ -249,8 +249,8 @@ def test_real_images_are_shaped_for_the_model(monkeypatch, tmp_path):
 def test_build_model_goes_through_get_model(name):
     import jax.numpy as jnp
 
-    data = common.load_task("mnist5k", model=name, n_train=20)
-    model = common.build_model(name, data, width=4, depth=2)
+    data = _data.load_task("mnist5k", model=name, n_train=20)
+    model = _data.build_model(name, data, width=4, depth=2)
     out = model(jnp.asarray(data.x_test[:3]))
     assert out.shape == (3, 10)
     assert model.features(jnp.asarray(data.x_test[:3])).shape[0] == 3
@@ -258,16 +258,16 @@ def test_build_model_goes_through_get_model(name):
 
 def test_train_config_carries_every_shared_training_field():
     """Each ImageTraining field that shapes the dynamics reaches nets.TrainConfig unchanged."""
-    cfg = common.ImageTraining(
+    cfg = _presets.ImageTraining(
         optimizer="adam", lr=3e-4, momentum=0.5, weight_decay=1e-3, eps=1e-4, batch_size=64,
         epochs=7, output_scale=0.25, augment="cifar",
     )  # fmt: skip
-    tc = common.train_config(cfg, n_train=50)
+    tc = _presets.train_config(cfg, n_train=50)
     for k in ("optimizer", "lr", "momentum", "weight_decay", "eps", "epochs", "output_scale",
               "augment"):  # fmt: skip
         assert getattr(tc, k) == getattr(cfg, k), k
     assert tc.batch_size == 50  # capped at the training-set size
-    assert common.train_config(cfg, 50, eps=1e-6).eps == 1e-6  # overrides win
+    assert _presets.train_config(cfg, 50, eps=1e-6).eps == 1e-6  # overrides win
 
 
 def test_measure_compiles_one_forward_per_architecture_and_chunk():
@@ -275,7 +275,7 @@ def test_measure_compiles_one_forward_per_architecture_and_chunk():
     of one architecture (another seed, another output scale) and equals the eager computation."""
     import jax
 
-    data = common.load_task("mnist5k", model="mlp", n_train=64)
+    data = _data.load_task("mnist5k", model="mlp", n_train=64)
     compiled = {}
 
     def count(event, duration, **kw):
@@ -286,9 +286,9 @@ def test_measure_compiles_one_forward_per_architecture_and_chunk():
     try:
         for seed, scale in ((0, 1 / 3), (1, 0.25)):
             # width 7: no other test of this file compiles this network's forward pass
-            model = common.build_model("mlp", data, width=7, depth=1, seed=seed)
+            model = _data.build_model("mlp", data, width=7, depth=1, seed=seed)
             compiled["now"] = compiled[seed] = []
-            phi, out = common._features_outputs(model, data.x_test, scale)
+            phi, out = _measure.forward(model, data.x_test, scale)
             del compiled["now"]
             naive = np.asarray(model.features(data.x_test))  # eager, all 1,000 test images
             np.testing.assert_allclose(phi, naive, rtol=1e-6, atol=1e-6)
@@ -326,42 +326,42 @@ def test_sweep_in_two_processes_aggregates(tmp_path):
 
 
 def test_channel_normalisation_uses_the_whole_training_splits_statistics():
-    raw = common.load_task("mnist5k", model="resnet18")
-    sub = common.load_task("mnist5k", model="resnet18", n_train=200, seed=3, normalize="channel")
+    raw = _data.load_task("mnist5k", model="resnet18")
+    sub = _data.load_task("mnist5k", model="resnet18", n_train=200, seed=3, normalize="channel")
     # naive: one channel, mean and std over every training image and pixel of the full split
     mean, std = float(np.mean(raw.x_train, dtype=np.float64)), float(np.std(raw.x_train))
-    plain = common.load_task("mnist5k", model="resnet18", n_train=200, seed=3)
+    plain = _data.load_task("mnist5k", model="resnet18", n_train=200, seed=3)
     np.testing.assert_allclose(sub.x_train, (plain.x_train - mean) / std, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(sub.x_test, (plain.x_test - mean) / std, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(sub.y_train, plain.y_train)  # the same subset
-    full = common.load_task("mnist5k", model="mlp", normalize="channel")
+    full = _data.load_task("mnist5k", model="mlp", normalize="channel")
     x = full.x_train.astype(np.float64)
     assert abs(x.mean()) < 1e-5 and abs(x.std() - 1) < 1e-5
     # three channels: each standardised on its own
     rgb = raw._replace(x_train=raw.x_train[:50].repeat(3, -1) * np.array([1.0, 2.0, 0.5]))
     rgb = rgb._replace(x_test=rgb.x_train[:5])
-    out = common.normalize_channels(rgb)
+    out = _data.normalize_channels(rgb)
     x = out.x_train.astype(np.float64)  # float64 statistics of the float32 result
     np.testing.assert_allclose(x.mean(axis=(0, 1, 2)), 0.0, atol=1e-5)
     np.testing.assert_allclose(x.std(axis=(0, 1, 2)), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="unknown normalize"):
-        common.load_task("mnist5k", normalize="imagenet")
+        _data.load_task("mnist5k", normalize="imagenet")
     # the paper presets normalise as the papers do (D App. F.4.2); the small scales do not
     for name in PAPER_DATA:
         assert registry.get(name).config("paper").normalize == "channel"
         assert registry.get(name).config("small").normalize == "none"
 
 
-def test_train_seeds_equals_one_train_point_per_seed(tmp_path):
-    data = common.load_task("mnist5k", model="mlp", n_train=128)
-    cfg = common.ImageTraining(width=16, depth=1, epochs=2, lr=0.1)
-    tc = common.train_config(cfg, len(data.x_train))
-    together = common.train_seeds(
+def test_train_seeds_together_equals_one_seed_at_a_time(tmp_path):
+    data = _data.load_task("mnist5k", model="mlp", n_train=128)
+    cfg = _presets.ImageTraining(width=16, depth=1, epochs=2, lr=0.1)
+    tc = _presets.train_config(cfg, len(data.x_train))
+    together = _seeds.train_seeds(
         "mlp", data, tc, seeds=[0, 1], width=16, depth=1, run_dir=tmp_path / "many"
     )
     for seed, res in zip([0, 1], together, strict=True):
-        alone = common.train_point(
-            "mlp", data, tc, width=16, depth=1, seed=seed, run_dir=tmp_path / f"one{seed}"
+        (alone,) = _seeds.train_seeds(
+            "mlp", data, tc, seeds=[seed], width=16, depth=1, run_dir=tmp_path / f"one{seed}"
         )
         # train_many steps the seeds one after another: bitwise on the CPU (tests/same_run.py);
         # the loss at step 0 is NaN
@@ -369,7 +369,7 @@ def test_train_seeds_equals_one_train_point_per_seed(tmp_path):
         assert_same_run(res["history"]["loss"][1:], alone["history"]["loss"][1:])
     assert together[0]["dlr"] != together[1]["dlr"]
     # cached: a second call reads the results back
-    again = common.train_seeds(
+    again = _seeds.train_seeds(
         "mlp", data, tc, seeds=[0, 1], width=16, depth=1, run_dir=tmp_path / "many"
     )
     assert [r["dlr"] for r in again] == [r["dlr"] for r in together]

@@ -7,24 +7,43 @@ import numpy as np
 import pytest
 
 from lrrich import io, registry
-from lrrich.experiments import _image_runs as common
-from lrrich.experiments import _training
+from lrrich.experiments import _plots, _presets, _seeds
 
 
 def test_step_training_fields_reach_train_config_and_overrides_win():
-    cfg = _training.StepTraining(
+    cfg = _presets.StepTraining(
         optimizer="adam", lr=3e-4, momentum=0.5, b1=0.8, b2=0.95, eps=1e-6, weight_decay=0.1,
         warmup_steps=7, batch_size=64, steps=123,
     )  # fmt: skip
-    tc = _training.train_config(cfg, loss="ce", output_scale=2.0)
+    tc = _presets.train_config(cfg, loss="ce", output_scale=2.0)
     for k in ("optimizer", "lr", "momentum", "b1", "b2", "eps", "weight_decay", "warmup_steps",
               "batch_size", "steps"):  # fmt: skip
         assert getattr(tc, k) == getattr(cfg, k), k
     assert (tc.loss, tc.output_scale) == ("ce", 2.0)
-    assert _training.train_config(cfg, lr=1.0).lr == 1.0
+    assert _presets.train_config(cfg, lr=1.0).lr == 1.0
     # a plain Training config sets only the optimizer: the run length stays TrainConfig's
-    plain = _training.train_config(_training.Training(lr=0.3))
+    plain = _presets.train_config(_presets.Training(lr=0.3))
     assert (plain.lr, plain.steps, plain.batch_size) == (0.3, None, 128)
+
+
+def test_one_train_config_for_every_sub_config():
+    """A field named like a TrainConfig field is that field; n_train caps the batch and an image
+    config must give it (the old image signature, config and n_train, still reads the same)."""
+    cfg = _presets.ImageTraining(batch_size=64, epochs=3, output_scale=0.5, augment="cifar")
+    tc = _presets.train_config(cfg, 50, schedule="step")
+    assert (tc.batch_size, tc.epochs, tc.output_scale, tc.augment) == (50, 3, 0.5, "cifar")
+    assert tc.schedule == "step" and tc.momentum == 0.9
+    with pytest.raises(TypeError, match="n_train"):
+        _presets.train_config(cfg)
+    step = _presets.StepTraining(batch_size=512)
+    assert _presets.train_config(step, 100).batch_size == 100
+    assert _presets.train_config(step).batch_size == 512
+
+
+def test_seed_mean_averages_every_number_but_the_seed():
+    runs = [{"seed": 0, "dlr": 0.1, "rank": 3, "ok": True, "h": [1]}, {"seed": 1, "dlr": 0.3}]
+    assert _seeds.seed_mean(runs) == pytest.approx({"dlr": 0.2, "rank": np.nan}, nan_ok=True)
+    assert _seeds.seed_mean(runs, ["dlr"]) == pytest.approx({"dlr": 0.2})
 
 
 def test_grokking_experiments_share_the_step_training_fields():
@@ -32,12 +51,12 @@ def test_grokking_experiments_share_the_step_training_fields():
     from lrrich.experiments import grokking_mlp, grokking_transformer, kunin_grokking
 
     for mod in (grokking_mlp, grokking_transformer, kunin_grokking):
-        assert issubclass(mod.Config, _training.StepTraining), mod.NAME
+        assert issubclass(mod.Config, _presets.StepTraining), mod.NAME
     kg = kunin_grokking.Config(lr=2e-3, b2=0.9, warmup_steps=3, batch_size=32, steps=40)
-    tc = kunin_grokking.train_config(kg, 2.0)  # logits × τ, lr ÷ τ² (K App. D.3)
+    tc = kunin_grokking.tau_train_config(kg, 2.0)  # logits × τ, lr ÷ τ² (K App. D.3)
     assert (tc.lr, tc.output_scale, tc.loss) == (pytest.approx(5e-4), 2.0, "ce")
     assert (tc.b2, tc.warmup_steps, tc.batch_size, tc.steps) == (0.9, 3, 32, 40)
-    gm = grokking_mlp.train_config(grokking_mlp.Config(eps=1e-5, steps=50), "default")
+    gm = grokking_mlp.variant_train_config(grokking_mlp.Config(eps=1e-5, steps=50), "default")
     assert (gm.optimizer, gm.eps, gm.steps, gm.warmup_steps) == ("adam", 1e-5, 50, 0)
     # teddykoker/grokking's AdamW, which D used: the transformer's defaults are the base's
     gt = grokking_transformer.Config()
@@ -56,8 +75,8 @@ def test_emergence_time_and_data_panels_train_with_the_shared_optimizer_fields()
     from lrrich.experiments import emergence
 
     cfg = emergence.Config()
-    assert isinstance(cfg, _training.Training)
-    tc = _training.train_config(cfg)
+    assert isinstance(cfg, _presets.Training)
+    tc = _presets.train_config(cfg)
     assert (tc.optimizer, tc.lr, tc.momentum, tc.weight_decay) == ("sgd", 0.05, 0.0, 0.0)  # T C.3
 
 
@@ -87,10 +106,10 @@ def test_paper_scale_presets_are_the_papers_common_setting():
 def test_grid_summary_suffixes_points_and_keeps_plain_keys_for_one_point():
     a = {"dlr": 0.1, "test_acc": 0.9, "history": {}}
     b = {"dlr": 0.2, "test_acc": 0.8}
-    assert common.grid_summary({"_x": a, "_y": b}) == {
+    assert _seeds.grid_summary({"_x": a, "_y": b}) == {
         "dlr_x": 0.1, "test_acc_x": 0.9, "dlr_y": 0.2, "test_acc_y": 0.8,
     }  # fmt: skip
-    assert common.grid_summary({"_x": a}) == {"dlr": 0.1, "test_acc": 0.9}
+    assert _seeds.grid_summary({"_x": a}) == {"dlr": 0.1, "test_acc": 0.9}
 
 
 def test_tolerances_are_named_with_their_source_and_value_checks_read_them():
@@ -141,11 +160,10 @@ def test_training_defaults_are_train_configs():
     every experiment config; their defaults must stay TrainConfig's (no silent drift)."""
     import dataclasses
 
-    from lrrich.experiments import _training
     from nets import TrainConfig
 
     base = TrainConfig()
-    for f in dataclasses.fields(_training.Training):
+    for f in dataclasses.fields(_presets.Training):
         if f.name != "seed":
             assert f.default == getattr(base, f.name), f.name
 
@@ -170,7 +188,7 @@ def test_training_figure_draws_every_seed_as_a_band(tmp_path, monkeypatch):
         }
 
     seeds = [history(0.0), history(0.05), history(0.1)]
-    paths = common.plot_points({"a": {"history": seeds[0]}}, tmp_path, "t", "title", {"a": seeds})
+    paths = _plots.plot_points({"a": {"history": seeds[0]}}, tmp_path, "t", "title", {"a": seeds})
     assert [p.name for p in paths] == ["t_training.png"] and paths[0].stat().st_size > 0
     dlr_ax = figures[0].axes[0]
     (band, *_) = dlr_ax.collections  # the range over the three seeds
@@ -181,5 +199,5 @@ def test_training_figure_draws_every_seed_as_a_band(tmp_path, monkeypatch):
     assert dlr_ax.get_legend_handles_labels()[1][0] == "a (3 seeds)"
     # one run: a line, no band
     figures.clear()
-    common.plot_points({"a": {"history": seeds[0]}}, tmp_path, "u", "title")
+    _plots.plot_points({"a": {"history": seeds[0]}}, tmp_path, "u", "title")
     assert not figures[0].axes[0].collections

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from lrrich.experiments import _training
+from lrrich.experiments import _presets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,7 +313,7 @@ STATED: list[Stated] = [
         _torch_steps(1000, 128, 100),
         "Fig. 2(b,c) | Adam | 0 | 100 | None; 1,000 samples, batch 128",
         _D_F4_OPT,
-        read=lambda c: _training.paper_steps(c.n_train, c.batch_size, c.epochs),
+        read=lambda c: _presets.paper_steps(c.n_train, c.batch_size, c.epochs),
     ),
     Stated("target_downscaling", "paper", "seeds", 3, "over at least three runs", "D App. F.1"),
     Stated(
@@ -755,8 +755,8 @@ def test_table_is_well_formed():
 def test_paper_steps_counts_pytorch_epochs():
     """The papers' step count (short last batch kept) against a naive count of batches."""
     for n, b, e in ((1000, 128, 100), (4656, 512, 7), (1024, 128, 3), (5, 128, 2), (1, 1, 0)):
-        assert _training.paper_steps(n, b, e) == _torch_steps(n, min(b, n), e)
+        assert _presets.paper_steps(n, b, e) == _torch_steps(n, min(b, n), e)
     with pytest.raises(ValueError, match="batch_size"):
-        _training.paper_steps(1000, 0, 1)
+        _presets.paper_steps(1000, 0, 1)
     with pytest.raises(ValueError, match="epochs"):
-        _training.paper_steps(1000, 128, -1)
+        _presets.paper_steps(1000, 128, -1)

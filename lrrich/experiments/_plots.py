@@ -1,0 +1,65 @@
+"""The figures of trained grid points: training curves as seed bands, the feature decomposition."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def plot_points(
+    points: dict[str, dict],
+    run_dir: Path,
+    stem: str,
+    title: str,
+    seed_histories: dict[str, list[dict]] | None = None,
+) -> list[Path]:
+    """``<stem>_training.png`` (D_LR, accuracy and loss vs epoch per point) and
+    ``<stem>_features.png`` (Π*(k), Π̂(k), ρ_k/ρ_1 per point, T Fig. 2.3 style).
+
+    With ``seed_histories`` (point → one history per seed,
+    :func:`~lrrich.experiments._seeds.seed_curves`) every curve is the seed mean as a line and
+    the range over the seeds as a band.
+    """
+    import matplotlib.pyplot as plt
+
+    from lrrich.io import save_figure
+    from metrics import plot_feature_decomposition
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
+    for label, r in points.items():
+        runs = (seed_histories or {}).get(label) or [r["history"]]
+        n = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+        color = band(axes[0], runs, "dlr_test", f"{label}{n}", marker="o")
+        band(axes[0], runs, "dlr_train", None, color=color, ls=":")
+        band(axes[1], runs, "train_acc", None, color=color, ls=":")
+        band(axes[1], runs, "test_acc", None, color=color, marker="o")
+        band(axes[2], runs, "loss", None, color=color)
+    axes[2].set_yscale("log")
+    axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
+    axes[0].set(xlabel="epoch", ylabel="D_LR (test; dotted: train)", ylim=(0, 1), title=title)
+    axes[1].set(xlabel="epoch", ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
+    axes[2].set(xlabel="epoch", ylabel="training loss")
+    axes[0].legend(fontsize=8)
+    paths = [save_figure(fig, Path(run_dir) / f"{stem}_training.png")]
+    decomp = {k: r["decomposition"] for k, r in points.items() if "decomposition" in r}
+    if decomp:
+        fig = plot_feature_decomposition(decomp)
+        paths.append(save_figure(fig, Path(run_dir) / f"{stem}_features.png"))
+    return paths
+
+
+def band(ax, runs: list[dict], key: str, label, *, color=None, ls="-", marker=None) -> str:
+    """The seed mean of ``key`` vs epoch as a line, the range over the seeds as a band; the
+    line's colour."""
+    length = min(len(h[key]) for h in runs)
+    epoch = np.asarray(runs[0]["epoch"][:length], float)
+    v = np.array([[np.nan if x is None else x for x in h[key][:length]] for h in runs], float)
+    with warnings.catch_warnings():  # a log point with no value in any seed (loss at step 0)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, low, high = np.nanmean(v, 0), np.nanmin(v, 0), np.nanmax(v, 0)
+    (line,) = ax.plot(epoch, mean, ls=ls, marker=marker, ms=3, color=color, label=label)
+    if len(runs) > 1:
+        ax.fill_between(epoch, low, high, color=line.get_color(), alpha=0.2)
+    return line.get_color()

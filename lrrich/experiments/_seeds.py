@@ -1,0 +1,190 @@
+"""The one way to train the seeds of a config: :func:`train_seeds` (resumable, cached), and the
+seed means and summaries the experiments read from its results.
+
+Seed s initialises its network from ``nnx.Rngs(s)`` and orders its minibatches by
+``jax.random.key(s)``; the data are the same for every seed. Each trained network is measured by
+:func:`~lrrich.experiments._measure.measure` on the full train and test sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from lrrich import io
+from lrrich.experiments._data import build_model, flat
+from lrrich.experiments._measure import measure
+
+HEADLINE = ("dlr", "dlr_train", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")
+"""The headline numbers of a trained point (:func:`point_summary`)."""
+_HISTORY = ("step", "epoch", "loss", "train_acc", "test_acc", "dlr_train", "dlr_test")
+
+
+def train_seeds(
+    model_name: str,
+    data,
+    train_config,
+    *,
+    seeds,
+    width: int,
+    depth: int = 2,
+    run_dir: Path,
+    checkpoint_every: int = 0,
+    log_every: int | None = None,
+    eval_size: int | None = None,
+    extra: Callable[[object, object], dict] | None = None,
+    **model_kw,
+) -> list[dict]:
+    """Train and measure one network per seed of ``seeds``; each cached in ``run_dir/seed_<s>``.
+
+    The seeds share one program (:func:`nets.train_many`, one after another inside it: on the CPU
+    bitwise equal to each seed's own :func:`nets.train`), so they cost one compilation. With
+    ``checkpoint_every`` > 0 or one seed, each seed is one :func:`nets.train` writing its
+    ``metrics.jsonl`` and orbax checkpoints into its folder and resuming from them, so
+    ``lrrich run … --resume`` continues mid-run. Such a run raises :class:`nets.TrainingDiverged`
+    where its loss turns non-finite.
+
+    Args:
+      model_name, width, depth, model_kw: the network (:func:`~lrrich.experiments._data.build_model`).
+      data: the :class:`nets.data.Dataset` (flattened for the MLP).
+      train_config: the :class:`nets.TrainConfig` of every seed.
+      seeds: the seeds.
+      run_dir: the folder of the seeds' sub-folders.
+      checkpoint_every: optimizer steps between checkpoints (0: none; > 0: resumable).
+      log_every, eval_size: ``nets.train``'s log period and log-point subset (None: its default).
+      extra: ``extra(model, data) -> dict`` of further measures of each trained network.
+
+    Returns:
+      per seed, in order: the :func:`~lrrich.experiments._measure.measure` numbers, ``extra``'s,
+      ``history`` (per log point: step, epoch, loss, accuracies, D_LR) and ``train_seconds``.
+    """
+    seeds, run_dir = list(seeds), Path(run_dir)
+    net = dict(model_name=model_name, width=width, depth=depth, **model_kw)
+    log = {k: v for k, v in (("log_every", log_every), ("eval_size", eval_size)) if v is not None}
+    dirs = [run_dir / f"seed_{s}" for s in seeds]
+    keys = [_point_key(net, data, train_config, s, log) for s in seeds]
+    out = [_cached(d, k) for d, k in zip(dirs, keys, strict=True)]
+    todo = [i for i, res in enumerate(out) if res is None]
+    if todo:
+        data = flat(data) if model_name == "mlp" else data
+        runs = [(_build(net, data, seeds[i]), seeds[i], dirs[i]) for i in todo]
+        trained = _train(runs, data, train_config, checkpoint_every, log)
+        for i, (model, hist) in zip(todo, trained, strict=True):
+            out[i] = _save(dirs[i], keys[i], _result(model, hist, data, train_config, extra))
+    return out
+
+
+def point_summary(res: dict, suffix: str = "") -> dict:
+    """The :data:`HEADLINE` numbers of one point, keys suffixed (e.g. ``dlr_lr0.05``)."""
+    return {f"{k}{suffix}": res[k] for k in HEADLINE if k in res}
+
+
+def grid_summary(results: dict[str, dict]) -> dict:
+    """:func:`point_summary` per point, keys suffixed by the point's key (``{"_lr0.05": res}`` →
+    ``dlr_lr0.05``, …); the plain keys when the grid has one point."""
+    if len(results) == 1:
+        return point_summary(next(iter(results.values())))
+    return {k: v for suffix, res in results.items() for k, v in point_summary(res, suffix).items()}
+
+
+def seed_mean(results: list[dict], keys=None) -> dict:
+    """The mean over seeds of each number of per-seed ``results`` (NaN where a seed lacks it).
+
+    Args:
+      results: one dict per seed.
+      keys: the keys to average (default: every int or float any seed has, but ``seed``).
+    """
+    if keys is None:
+        keys = dict.fromkeys(
+            k
+            for r in results
+            for k, v in r.items()
+            if k != "seed" and isinstance(v, int | float) and not isinstance(v, bool)
+        )
+    return {k: float(np.mean([r.get(k, np.nan) for r in results])) for k in keys}
+
+
+def seed_curves(results: list[dict]) -> list[dict]:
+    """The training curves of each seed's result, for :func:`~lrrich.experiments._plots.plot_points`."""
+    return [{k: r["history"][k] for k in _HISTORY[1:] if k in r["history"]} for r in results]
+
+
+def tag(value: float) -> str:
+    """A short, stable text for a grid value in summary keys: 0.05 → '0.05', 1e-3 → '0.001'."""
+    return f"{value:g}"
+
+
+def _train(runs: list, data, train_config, checkpoint_every: int, log: dict) -> list:
+    """(model, history) of each (model, seed, folder) of ``runs``: one :func:`nets.train_many`
+    program, or one resumable :func:`nets.train` each (one run, or checkpoints asked for)."""
+    from nets import train, train_many
+
+    if len(runs) > 1 and checkpoint_every == 0:
+        models, seeds, _ = zip(*runs, strict=True)
+        rngs = [jax.random.key(s) for s in seeds]
+        ts = [train_config] * len(runs)
+        trained = train_many(list(models), data, ts, rngs, progress=True, vectorize=False, **log)
+        return list(zip(*trained, strict=True))
+    resume = dict(checkpoint_every=checkpoint_every, resume=checkpoint_every > 0)
+    return [
+        train(
+            m, data, train_config, key=jax.random.key(s), run_dir=d, progress=True, **resume, **log
+        )
+        for m, s, d in runs
+    ]
+
+
+def _build(net: dict, data, seed: int):
+    """The network of ``net`` (name, size, constructor arguments) for ``data`` at ``seed``."""
+    kw = {k: v for k, v in net.items() if k != "model_name" and v is not None}
+    return build_model(net["model_name"], data, seed=seed, **kw)
+
+
+def _result(model, hist, data, train_config, extra) -> dict:
+    """The measures, ``extra``'s, the history and the training time of a trained network."""
+    res = measure(model, data, train_config.output_scale)
+    if extra is not None:
+        res.update(extra(model, data))
+    res["history"] = {k: hist.column(k).tolist() for k in _HISTORY}
+    res["train_seconds"] = hist.train_time + hist.compile_time
+    return res
+
+
+def _point_key(net: dict, data, train_config, seed: int, log: dict) -> dict:
+    """What a cached point must match: network, seed, data (labels' hash), training, logging."""
+    model_kw = {k: v for k, v in net.items() if k not in ("model_name", "width", "depth", "init")}
+    return {
+        "model": net["model_name"],
+        "width": net["width"],
+        "depth": net["depth"],
+        "seed": seed,
+        "init": net.get("init"),
+        **{k: v for k, v in model_kw.items() if v is not None},  # e.g. VGG16's head
+        # the labels' hash tells shuffled from clean labels and subsets apart
+        "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
+        "train": dataclasses.asdict(train_config),
+        **log,
+    }
+
+
+def _cached(run_dir: Path, key: dict) -> dict | None:
+    """The result cached in ``run_dir/point.json`` when its key matches ``key`` (else None)."""
+    cache = Path(run_dir) / "point.json"
+    if cache.exists():
+        cached = io.read_json(cache)
+        if cached.get("key") == json.loads(json.dumps(key)):
+            return cached["result"]
+    return None
+
+
+def _save(run_dir: Path, key: dict, res: dict) -> dict:
+    """``res``, written with its ``key`` to ``run_dir/point.json``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    io.write_json(run_dir / "point.json", {"key": key, "result": res})
+    return res
