@@ -50,16 +50,16 @@ def plot_points(
     return paths
 
 
-def band(ax, runs: list[dict], key: str, label, *, color=None, ls="-", marker=None) -> str:
-    """The seed mean of ``key`` vs epoch as a line, the range over the seeds as a band; the
-    line's colour."""
+def band(ax, runs: list[dict], key: str, label, *, x="epoch", color=None, ls="-", marker=None):
+    """The seed mean of ``key`` vs ``x`` as a line, the range over the seeds as a band; returns
+    the line's colour."""
     length = min(len(h[key]) for h in runs)
-    epoch = np.asarray(runs[0]["epoch"][:length], float)
-    v = np.array([[np.nan if x is None else x for x in h[key][:length]] for h in runs], float)
+    xs = np.asarray(runs[0][x][:length], float)
+    v = np.array([[np.nan if y is None else y for y in h[key][:length]] for h in runs], float)
     with warnings.catch_warnings():  # a log point with no value in any seed (loss at step 0)
         warnings.simplefilter("ignore", RuntimeWarning)
         mean, low, high = np.nanmean(v, 0), np.nanmin(v, 0), np.nanmax(v, 0)
-    (line,) = ax.plot(epoch, mean, ls=ls, marker=marker, ms=3, color=color, label=label)
+    (line,) = ax.plot(xs, mean, ls=ls, marker=marker, ms=3, color=color, label=label)
     if len(runs) > 1:
-        ax.fill_between(epoch, low, high, color=line.get_color(), alpha=0.2)
+        ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
     return line.get_color()

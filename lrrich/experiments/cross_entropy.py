@@ -46,7 +46,7 @@ import numpy as np
 
 import metrics
 from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
-from lrrich.experiments import _data, _measure, _presets, _seeds
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "cross-entropy"
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
@@ -380,10 +380,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     refs = {k.split("_", 1)[1]: r["dlr"] for k, r in results["measured"]["reference"].items()}
     for k, choice in enumerate(CHOICES):
         col = f"C{k}"
-        steps = np.asarray(curves["ce"][0]["step"], float)
-        vals = np.array([c[choice] for c in curves["ce"]], float)
-        axes[0].plot(steps, np.nanmean(vals, 0), color=col, label=f"CE: {LABELS[choice]}")
-        axes[0].fill_between(steps, np.nanmin(vals, 0), np.nanmax(vals, 0), color=col, alpha=0.2)
+        _plots.band(axes[0], curves["ce"], choice, f"CE: {LABELS[choice]}", x="step", color=col)
         ref = refs.get(f"{choice}_end")
         if ref is not None:
             axes[0].axhline(ref, color=col, ls=":", lw=1)
