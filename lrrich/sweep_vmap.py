@@ -2,12 +2,13 @@
 
 Each point runs its unchanged experiment code through :func:`lrrich.runner.run_experiment` (so its
 ``config.json``, ``results.json``, figures and report are exactly those of a normal run), each in
-its own thread under one :class:`nets.batch.TrainBatcher`: the runner hands every point a batched
-``nets.train`` (:func:`nets.batch.batched_training`), and the calls that can share a compiled
-program (same data, model structure, static config and run length — points differing in seed,
-learning rate, momentum, weight decay, target / input / output scale, weight scale or layer
-balance) are trained together as one stacked :func:`nets.loop.fit` (one compilation, one dispatch
-per chunk for all runs, the runs stepped one after another inside it); the others run alone.
+its own thread under one :class:`nets.batch.TrainBatcher`. Experiments train through
+:func:`lrrich.trainer.train`, which in those threads hands its calls to the batcher; the calls
+that can share a compiled program (same data, model structure, static config and run length —
+points differing in seed, learning rate, momentum, weight decay, target / input / output scale,
+weight scale or layer balance) are trained together as one stacked :func:`nets.loop.fit` (one
+compilation, one dispatch per chunk for all runs, the runs stepped one after another inside it);
+the others run alone.
 The points' own work outside ``train`` (data, evaluation, figures, reports) runs one point at a
 time, as with ``--jobs 1``, so the threads do not compete for the cores. A point
 that trains no network simply runs in its thread. Figures are drawn one point at a time
@@ -81,8 +82,9 @@ def run_points(
       VmapUnsupported: fewer than two points.
       ValueError: ``configs`` and ``run_dirs`` of different lengths.
     """
+    from lrrich import trainer
     from lrrich.runner import run_experiment
-    from nets.batch import TrainBatcher, batched_training
+    from nets.batch import TrainBatcher
 
     if len(configs) != len(run_dirs):
         raise ValueError(
@@ -108,7 +110,7 @@ def run_points(
 
     def work(i: int) -> None:
         run_dir = Path(run_dirs[i])
-        with batched_training(batcher):
+        with trainer.batched(batcher):
             try:
                 resume = runfolder.is_run_folder(run_dir)
                 results[i] = run_experiment(locked, configs[i], run_dir, scale=scale, resume=resume)

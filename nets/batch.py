@@ -1,9 +1,9 @@
 """Batched ``train`` calls: the runs of several threads trained as one vmapped program.
 
-A sweep runs each point's unchanged experiment code in its own thread inside
-:func:`batched_training`; there :func:`nets.train` hands its call to a :class:`TrainBatcher`
-(:func:`nets.loop.route_train_calls`). Every call then waits until each live thread has either
-called ``train`` or left the batcher; the waiting calls are grouped — same data, model structure,
+A sweep runs each point's experiment code in its own thread inside :func:`batched_training`;
+there the point trains through :meth:`TrainBatcher.train` (``nets.train``'s signature) instead of
+:func:`nets.train`. Every call then waits until each live thread has either called ``train`` or
+left the batcher; the waiting calls are grouped — same data, model structure,
 static config, run length, logging and metrics — and each group of two or more runs as one
 stacked :func:`nets.loop.fit` whose runs step one after another inside one program
 (``vectorize=False``, the default) or as one ``jax.vmap`` (``TrainBatcher(vectorize=True)``); the
@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import inspect
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -34,8 +35,9 @@ from typing import Any
 import numpy as np
 from flax import nnx
 
+from nets import checks
 from nets.config import static_part
-from nets.loop import fit, route_train_calls, train
+from nets.loop import check_metric_splits, fit, train
 
 _ALONE_KWARGS = ("checkpoint_every", "resume", "data_parallel", "callback")
 
@@ -98,9 +100,23 @@ class TrainBatcher:
         self._fingerprints: dict[int, str] = {}
         self.batched_runs = 0  # runs trained inside a vmapped group (for reports and tests)
 
-    def submit(self, model, data, config, kwargs: dict):
-        """Run (or batch) one ``train`` call; returns what ``train`` returns or raises its error."""
-        call = _Call(model, data, config, kwargs)
+    def train(self, model, data, config, **kwargs):
+        """:func:`nets.train` through the batcher: run alone or stacked with other threads' calls.
+
+        Same arguments, return value and errors as :func:`nets.train`; bad arguments raise in the
+        calling thread before it waits for the others.
+        """
+        bound = inspect.signature(train).bind(model, data, config, **kwargs)
+        bound.apply_defaults()
+        kwargs = {k: v for k, v in bound.arguments.items() if k not in ("model", "data", "config")}
+        kwargs["metric_splits"] = check_metric_splits(kwargs["metric_splits"])
+        checks.check_dataset(data)
+        checks.check_config(config)
+        checks.check_key(kwargs["key"])
+        return self._submit(_Call(model, data, config, kwargs))
+
+    def _submit(self, call: _Call):
+        """Wait for the call's group to run; return its result or raise its error."""
         if self._turn is not None:  # another thread may work while this call waits
             self._turn.release()
         try:
@@ -157,8 +173,7 @@ class TrainBatcher:
         if len(group) == 1:
             c = group[0]
             try:
-                with route_train_calls(None):
-                    c.result = train(c.model, c.data, c.config, **c.kwargs)
+                c.result = train(c.model, c.data, c.config, **c.kwargs)
             except Exception as e:  # delivered to the calling thread
                 c.error = e
             finally:
@@ -188,7 +203,7 @@ class TrainBatcher:
 
 @contextlib.contextmanager
 def batched_training(batcher: TrainBatcher) -> Iterator[TrainBatcher]:
-    """Within this block (in the calling thread), ``nets.train`` calls go through ``batcher``.
+    """The calling thread works under ``batcher``: it trains with ``batcher.train`` in this block.
 
     The thread leaves the batcher on exit (also when the block raises), so the other threads'
     calls are no longer held for it. With ``one_at_a_time``, the block waits for its turn first.
@@ -196,8 +211,7 @@ def batched_training(batcher: TrainBatcher) -> Iterator[TrainBatcher]:
     if batcher._turn is not None:
         batcher._turn.acquire()
     try:
-        with route_train_calls(batcher.submit):
-            yield batcher
+        yield batcher
     finally:
         if batcher._turn is not None:
             batcher._turn.release()

@@ -27,19 +27,17 @@ Scale-out: ``data_parallel=True`` shards every minibatch over all local devices 
 for multi-host runs with ``jax.distributed``. Batches are ``drop_last`` (every step has the same
 shape); ``steps_per_epoch = n_train // batch_size``.
 
-:func:`route_train_calls` lets a caller take over the :func:`train` calls of its thread (the
-sweep batcher :mod:`nets.batch` does, to stack the runs of several threads into one ``fit``).
+The sweep batcher :mod:`nets.batch` stacks the ``train`` calls of several threads into one
+:func:`fit`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -726,25 +724,6 @@ def fit(
 
 # ------------------------------------------------------------------------------- one run: train
 
-_ROUTE: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
-    "nets_train_route", default=None
-)
-
-
-@contextlib.contextmanager
-def route_train_calls(handler: Callable | None) -> Iterator[None]:
-    """Within this block (in the calling thread), :func:`train` calls go to ``handler``.
-
-    ``handler(model, data, config, kwargs)`` receives the call's arguments (``kwargs``: its
-    keyword arguments, ``metric_splits`` checked) and returns or raises what ``train`` would;
-    ``None`` restores plain training (e.g. for the handler's own calls). Used by :mod:`nets.batch`.
-    """
-    token = _ROUTE.set(handler)
-    try:
-        yield
-    finally:
-        _ROUTE.reset(token)
-
 
 def train(
     model: nnx.Module,
@@ -803,17 +782,9 @@ def train(
         checkpoint is kept).
       nets.checkpoint.CheckpointError: an unreadable checkpoint when resuming.
     """
-    metric_splits = check_metric_splits(metric_splits)  # before routing: a clear error here
     checks.check_dataset(data)
     checks.check_config(config)
     checks.check_key(key)
-    kwargs = dict(key=key, log_every=log_every, eval_size=eval_size, metrics=metrics,
-                  metric_splits=metric_splits, callback=callback, run_dir=run_dir,
-                  checkpoint_every=checkpoint_every, resume=resume,
-                  data_parallel=data_parallel, progress=progress)  # fmt: skip
-    handler = _ROUTE.get()
-    if handler is not None:  # e.g. a thread of a batched sweep (nets.batch)
-        return handler(model, data, config, kwargs)
     mesh = data_parallel if isinstance(data_parallel, jax.sharding.Mesh) else None
     if data_parallel is True:
         auto = (jax.sharding.AxisType.Auto,)

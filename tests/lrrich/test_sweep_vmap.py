@@ -12,7 +12,8 @@ from lrrich import io
 from lrrich.registry import Experiment, get
 from lrrich.runner import run_experiment
 from lrrich.sweep_vmap import VMAP_RTOL, VmapUnsupported, run_points
-from nets import MLP, TrainConfig, load_digits, train
+from lrrich.trainer import train
+from nets import MLP, TrainConfig, load_digits
 from tests.same_run import assert_same_run
 
 

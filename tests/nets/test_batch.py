@@ -57,7 +57,9 @@ def test_stacked_calls_equal_their_own_train(small, monkeypatch):
         nets.batch, "fit", lambda m, *a, **k: stacked.append(len(m)) or real(m, *a, **k)
     )
     batcher = TrainBatcher(2)
-    work = [lambda s=s: train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)]
+    work = [
+        lambda s=s: batcher.train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)
+    ]
     out = _threads(work, batcher)
     assert stacked == [2] and batcher.batched_runs == 2
     for s in (0, 1):  # the batcher steps the runs one after another (lax.map)
@@ -73,7 +75,9 @@ def test_vectorized_batcher_steps_the_group_as_one_vmap_close_to_own_train(small
         nets.batch, "fit", lambda m, *a, **k: seen.append(k["vectorize"]) or real(m, *a, **k)
     )
     batcher = TrainBatcher(2, vectorize=True)
-    work = [lambda s=s: train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)]
+    work = [
+        lambda s=s: batcher.train(_mlp(s), small, CFG, key=jax.random.key(s), **KW) for s in (0, 1)
+    ]
     out = _threads(work, batcher)
     assert seen == [True] and batcher.batched_runs == 2
     for s in (0, 1):  # batched matmuls reorder float32 sums: close, not bitwise (a few steps)
@@ -90,9 +94,9 @@ def _times(hist, j):
 def test_a_thread_that_never_trains_does_not_hold_the_others(small):
     batcher = TrainBatcher(3)
     work = [
-        lambda: train(_mlp(0), small, CFG, key=jax.random.key(0), **KW),
+        lambda: batcher.train(_mlp(0), small, CFG, key=jax.random.key(0), **KW),
         lambda: "no training here",
-        lambda: train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
+        lambda: batcher.train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
     ]
     out = _threads(work, batcher)
     assert out[1] == "no training here"
@@ -107,8 +111,8 @@ def test_a_thread_that_raises_leaves_and_errors_reach_their_own_caller(small):
     batcher = TrainBatcher(3)
     work = [
         raises_first,
-        lambda: train(_mlp(0), small, bad, key=jax.random.key(0), **KW),
-        lambda: train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
+        lambda: batcher.train(_mlp(0), small, bad, key=jax.random.key(0), **KW),
+        lambda: batcher.train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
     ]
     out = _threads(work, batcher)
     assert isinstance(out[0], RuntimeError)
@@ -119,9 +123,11 @@ def test_a_thread_that_raises_leaves_and_errors_reach_their_own_caller(small):
 def test_mixed_shapes_run_in_their_own_groups(small):
     batcher = TrainBatcher(3)
     work = [
-        lambda: train(_mlp(0), small, CFG, key=jax.random.key(0), **KW),
-        lambda: train(_mlp(0, (4,)), small, CFG, key=jax.random.key(0), **KW),  # another shape
-        lambda: train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
+        lambda: batcher.train(_mlp(0), small, CFG, key=jax.random.key(0), **KW),
+        lambda: batcher.train(
+            _mlp(0, (4,)), small, CFG, key=jax.random.key(0), **KW
+        ),  # another shape
+        lambda: batcher.train(_mlp(1), small, CFG, key=jax.random.key(1), **KW),
     ]
     out = _threads(work, batcher)
     assert all(not isinstance(r, Exception) for r in out.values())
@@ -142,7 +148,7 @@ def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
 
         step(1)  # outside train: this thread has the turn
         step(-1)
-        result = train(_mlp(seed), small, CFG, key=jax.random.key(seed), **KW)
+        result = batcher.train(_mlp(seed), small, CFG, key=jax.random.key(seed), **KW)
         step(1)
         step(-1)
         return result
@@ -153,8 +159,11 @@ def test_one_at_a_time_still_stacks_and_never_runs_two_workers_at_once(small):
     assert_same_run(out[2][1].final["test_loss"], ref.final["test_loss"])
 
 
-def test_outside_a_batcher_train_is_not_routed(small):
-    _, hist = train(_mlp(0), small, CFG, key=jax.random.key(0), **KW)
-    assert hist.final["step"] == 4
+def test_bad_arguments_raise_in_the_calling_thread_before_it_waits(small):
+    batcher = TrainBatcher(2)  # the second worker never comes: a wait would hang the test
+    with pytest.raises(ValueError, match="metric_splits"):
+        batcher.train(_mlp(0), small, CFG, key=jax.random.key(0), metric_splits=("val",))
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        batcher.train(_mlp(0), small, CFG, key=jax.random.key(0), epochs=3)
     with pytest.raises(ValueError, match="workers"):
         TrainBatcher(0)
