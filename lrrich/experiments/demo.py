@@ -8,10 +8,8 @@
     lazy (last layer only), from the same initialisation: test accuracy and D_LR of the final
     features (D: the lazy network keeps its random features, D_LR stays large).
 
-Command: ``lrrich demo`` — under 2 minutes on a CPU; ``lrrich list`` shows the
-recorded run's wall time and machine.
-Expected (seed 0, measured): errors ~7e-11; rich D_LR 0.16 vs lazy 0.47, test accuracy 96.2% vs
-88.4%; logging takes 3.9 % / 1.4 % of the rich / lazy training time.
+Command: ``lrrich demo``.
+Expected (seed 0): errors ~7e-11; rich D_LR 0.16 vs lazy 0.47, test accuracy 96.2% vs 88.4%.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ import numpy as np
 
 from lrrich.claims import Claim, Less, Value, measured, rf_reference
 from lrrich.experiments import _data, _measure, _presets
+from lrrich.trainer import train
 
 NAME = "demo"
 DESCRIPTION = (
@@ -37,21 +36,15 @@ _log = logging.getLogger(__name__)  # progress lines; the CLI shows them on stde
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining):
-    """Demo settings (CPU scale; nothing downloaded). The training fields are documented in
-    :class:`~lrrich.experiments._presets.ImageTraining`: SGD with momentum 0.9, lr 0.5, MSE
-    on one-hot targets (PyTorch-style mean reduction), 30 epochs of the 4,000 ``mnist5k``
-    training images, a two-hidden-layer ReLU MLP of width 512.
+    """Demo settings: SGD with momentum 0.9, lr 0.5, 30 epochs of the 4,000 ``mnist5k`` training
+    images, a two-hidden-layer ReLU MLP of width 512 (training fields:
+    :class:`~lrrich.experiments._presets.ImageTraining`).
 
     Attributes:
       init_scale: initial mode strength of the sims (small init → sigmoidal stages).
       n_times: time points of the exact/integrated trajectories.
-      eval_size: fixed train / test images on which each log point computes the loss, accuracy
-        and D_LR curves (the final ``*_dlr`` and ``*_test_acc`` use the whole test set). A log
-        point costs ~2·eval_size·(784·512 + 512²)·2 FLOP of forward pass plus two eval_size × 512²
-        D_LR Grams (~1.4 GFLOP at 384) against ~480 GFLOP for the 930 training steps, so at
-        384 the 10 log points take ~4 % of the run on a CPU (``*_log_fraction``; measured: 3.9 %
-        rich / 1.4 % lazy, whose log points reuse the frozen features); at 512 they took
-        5.0–5.8 %, above the 5 % budget.
+      eval_size: fixed train / test images of each log point's curves (the final ``*_dlr`` and
+        ``*_test_acc`` use the whole test set); 384 keeps logging under 5 % of the run.
     """
 
     dataset: str = "mnist5k"
@@ -66,11 +59,25 @@ class Config(_presets.ImageTraining):
     eval_size: int = 384
 
 
+def run(config: Config, run_dir: Path) -> dict:
+    """Run both parts; returns ``summary`` (errors, accuracies, D_LR) and the curves."""
+    _log.info("demo [1/3] exact diagonal and Saxe modes vs the integrated gradient flow")
+    summary, curves = _sims_part(config)
+    nets_summary, histories = _nets_part(config, run_dir)
+    summary.update(nets_summary)
+    return {
+        "summary": summary,
+        "curves": curves,
+        "histories": histories,
+        "measured": _measured(summary, config),
+    }
+
+
 def _sims_part(config: Config) -> tuple[dict, dict]:
+    """(a): the closed-form modes against the integrated gradient flow; max errors and curves."""
     from sims import diagonal, gradient_flow, saxe
 
-    # Diagonal network: 4 modes with decreasing input variance → staged, sigmoidal learning;
-    # mode 4 starts unbalanced (a ≠ b), which the closed form also covers.
+    # 4 modes with decreasing input variance → staged learning; mode 4 starts unbalanced (a ≠ b)
     sigma2 = jnp.array([1.0, 0.5, 0.25, 0.125])
     S = jnp.array([1.0, 1.0, 1.0, 1.0])
     a0 = jnp.full(4, config.init_scale).at[3].set(0.3)
@@ -80,9 +87,8 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
     flow_d = gradient_flow(diagonal.loss, {"a": a0, "b": b0}, t_diag, (sigma2, S), atol=1e-30)
     err_d = float(jnp.max(jnp.abs(exact_d.u - flow_d["a"] * flow_d["b"])) / jnp.max(jnp.abs(S)))
 
-    # Saxe: 3 outputs, 5 inputs, 4 hidden units, task-aligned small init.
-    key = jax.random.key(config.seed)
-    ku, kv = jax.random.split(key)
+    # Saxe: 3 outputs, 5 inputs, 4 hidden units, task-aligned small init
+    ku, kv = jax.random.split(jax.random.key(config.seed))
     U, _ = jnp.linalg.qr(jax.random.normal(ku, (3, 3)))
     V, _ = jnp.linalg.qr(jax.random.normal(kv, (5, 3)))
     sigma_yx = U @ jnp.diag(jnp.array([3.0, 2.0, 1.0])) @ V.T
@@ -91,7 +97,7 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
     exact_s = saxe.solve(init.w1, init.w2, sigma_yx, t_saxe)
     flow_s = gradient_flow(saxe.loss, init, t_saxe, sigma_yx, atol=1e-30)
     map_flow = jnp.einsum("tch,thd->tcd", flow_s.w2, flow_s.w1)
-    # Mode strengths of the integrated map, u_i = u_iᵀ W2W1 v_i (T Eq. A.40).
+    # mode strengths of the integrated map, u_i = u_iᵀ W2W1 v_i (T Eq. A.40)
     U_svd, _, Vt_svd = jnp.linalg.svd(sigma_yx, full_matrices=False)
     strength_flow = jnp.einsum("cr,tcd,rd->tr", U_svd, map_flow, Vt_svd)
     err_s = float(jnp.max(jnp.abs(exact_s.network_map - map_flow)) / 3.0)
@@ -107,7 +113,8 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
 
 
 def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
-    from nets import evaluate, train
+    """(b): the MLP trained rich and lazy from one initialisation; summary numbers and curves."""
+    from nets import evaluate
 
     data = _data.load_data(config, "mlp")
     out = {"dataset": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)}
@@ -124,44 +131,21 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
         if "init_dlr" not in out:  # rich and lazy start from this same network
             out["init_dlr"] = _measure.init_baseline(model, data)
         tc = _presets.train_config(config, len(data.x_train), last_layer_only=last_only)
+        key = jax.random.key(config.seed)
         model, hist = train(
-            model,
-            data,
-            tc,
-            key=jax.random.key(config.seed),
-            run_dir=run_dir / mode,
-            eval_size=config.eval_size,  # log-point subsets: logging ≤ 5 % of the run
+            model, data, tc, key=key, run_dir=run_dir / mode, eval_size=config.eval_size,
             progress=True,
-        )
-        ev = evaluate(model, data, tc)
-        out[f"{mode}_test_acc"] = float(ev["test_acc"])
+        )  # fmt: skip
+        out[f"{mode}_test_acc"] = float(evaluate(model, data, tc)["test_acc"])
         out[f"{mode}_dlr"] = _measure.safe_dlr(*_measure.forward(model, data.x_test))
         out[f"{mode}_train_seconds"] = hist.train_time
-        # share of the run spent on the log points (History.log_fraction of nets.train)
         out[f"{mode}_log_fraction"] = getattr(hist, "log_fraction", None)
         histories[mode] = {
-            "step": hist.column("step").tolist(),
-            "dlr_test": hist.column("dlr_test").tolist(),
-            "test_acc": hist.column("test_acc").tolist(),
-            # the log points see a fixed subset of the test set; the summary all of it
+            **{k: hist.column(k).tolist() for k in ("step", "dlr_test", "test_acc")},
             "curve_test_images": min(config.eval_size, len(data.x_test)),
             "test_images": len(data.x_test),
         }
     return out, histories
-
-
-def run(config: Config, run_dir: Path) -> dict:
-    """Run both parts; returns ``summary`` (errors, accuracies, D_LR) and the curves."""
-    _log.info("demo [1/3] exact diagonal and Saxe modes vs the integrated gradient flow")
-    summary, curves = _sims_part(config)
-    nets_summary, histories = _nets_part(config, run_dir)
-    summary.update(nets_summary)
-    return {
-        "summary": summary,
-        "curves": curves,
-        "histories": histories,
-        "measured": _measured(summary, config),
-    }
 
 
 def _measured(summary: dict, config: Config) -> dict:
@@ -183,35 +167,32 @@ def _measured(summary: dict, config: Config) -> dict:
     )
 
 
-_EXACT = (
-    "one deterministic computation (closed form against the float64 integration of its "
-    "gradient flow; no seed), judged as the one value it is"
-)
+def _exact_claim(key: str, source: str, quote: str, what: str) -> Claim:
+    """A closed form against its integrated gradient flow: one deterministic computation."""
+    field = f"{key.split('-')[0]}_max_error"
+    return Claim(
+        key, source, quote, what, "exact", Value(field, 0.0, "closed_form"),
+        paper="agree (exact solution)", exact=True,
+        note="one deterministic computation (closed form against the float64 integration of "
+        "its gradient flow; no seed), judged as the one value it is",
+    )  # fmt: skip
+
+
 CLAIMS = (
-    Claim(
+    _exact_claim(
         "diagonal-modes",
         "T §3.2 Eq 3.9, App. Eq A.20",
         "the exact sigmoidal saturation of each mode a_i b_i of the diagonal linear network, "
         "balanced or not",
         "diagonal network modes: max error of the closed form against gradient flow, relative to S",
-        "exact",
-        Value("diagonal_max_error", 0.0, "closed_form"),
-        paper="agree (exact solution)",
-        exact=True,
-        note=_EXACT,
     ),
-    Claim(
+    _exact_claim(
         "saxe-modes",
         "T App. A Eq A.39",
         "Saxe et al.'s exact mode dynamics of a two-layer linear network from a task-aligned "
         "small initialisation",
         "Saxe network modes: max error of the closed form against gradient flow, relative to "
         "the largest singular value",
-        "exact",
-        Value("saxe_max_error", 0.0, "closed_form"),
-        paper="agree (exact solution)",
-        exact=True,
-        note=_EXACT,
     ),
     Claim(
         "dlr-rich-lazy",
@@ -270,27 +251,13 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     c, s = results["curves"], results["summary"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     panels = (
-        (
-            c["t_diag"],
-            c["u_exact"],
-            c["u_flow"],
-            r"$u_i = a_i b_i$ (mode $i$ learned)",
-            "T Eq. 3.9",
-        ),
-        (
-            c["t_saxe"],
-            c["saxe_exact"],
-            c["saxe_flow"],
-            r"$u_i / \rho_i$ (fraction of mode $i$ learned)",
-            "T Eq. A.39",
-        ),
-    )
-    titles = (
-        f"(a) diagonal network, max error {s['diagonal_max_error']:.1e}",
-        f"(b) Saxe linear network, max error {s['saxe_max_error']:.1e}",
-    )
-    for ax, (t, exact, flow, ylabel, eq), title in zip(axes, panels, titles, strict=True):
-        exact, flow = np.array(exact), np.array(flow)
+        ("t_diag", "u", r"$u_i = a_i b_i$ (mode $i$ learned)", "T Eq. 3.9",
+         f"(a) diagonal network, max error {s['diagonal_max_error']:.1e}"),
+        ("t_saxe", "saxe", r"$u_i / \rho_i$ (fraction of mode $i$ learned)", "T Eq. A.39",
+         f"(b) Saxe linear network, max error {s['saxe_max_error']:.1e}"),
+    )  # fmt: skip
+    for ax, (t, key, ylabel, eq, title) in zip(axes, panels, strict=True):
+        t, exact, flow = c[t], np.array(c[f"{key}_exact"]), np.array(c[f"{key}_flow"])
         for i in range(exact.shape[1]):
             ax.plot(t, exact[:, i], lw=2, color=f"C{i}", label=f"mode {i + 1}")
             ax.plot(t[::8], flow[::8, i], "k.", ms=3)
@@ -306,14 +273,13 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     h0 = next(iter(results["histories"].values()))
-    subset = h0.get("curve_test_images")
-    n_test = h0.get("test_images")
+    subset, n_test = h0.get("curve_test_images"), h0.get("test_images")
     for i, (mode, h) in enumerate(results["histories"].items()):
         line = f"{mode}: {subset} fixed test images" if subset else mode
-        axes[0].plot(h["step"], h["dlr_test"], marker="o", ms=3, color=f"C{i}", label=line)
-        axes[1].plot(h["step"], h["test_acc"], marker="o", ms=3, color=f"C{i}", label=line)
         final = f"{mode}: final, all {n_test:,} test images" if n_test else f"{mode}: final"
         for ax, key in zip(axes, ("dlr", "test_acc"), strict=True):
+            curve = "dlr_test" if key == "dlr" else key
+            ax.plot(h["step"], h[curve], marker="o", ms=3, color=f"C{i}", label=line)
             ax.plot(h["step"][-1], s[f"{mode}_{key}"], "*", ms=11, color=f"C{i}", mec="k",
                     label=final)  # fmt: skip
     axes[0].set(xlabel="optimizer step", ylabel=r"$D_{LR}$ (lower = richer)", ylim=(0, 1))
