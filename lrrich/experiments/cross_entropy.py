@@ -2,34 +2,23 @@
 
 Under cross-entropy (CE) the loss sees the logits z only through softmax(z), so D_LR (D Eq. 7)
 depends on which outputs it reads (:mod:`metrics.output_choices`): the logits z, the centred
-logits z − z̄1ᵀ (each sample's logits minus their class mean) or the probabilities softmax(z).
-The same network is trained with CE over ``seeds`` seeds (one :func:`nets.train_many` program)
-and, from the same initialisations, with MSE on one-hot targets (the papers' protocol, the
-control); the test-set D_LR is logged over training on each output choice, and at the end the
-probabilities' D_LR is scanned over the softmax temperature τ (softmax(z/τ): τ → ∞ gives the
-centred logits, τ → 0 the one-hot argmax).
+logits z − z̄1ᵀ or the probabilities softmax(z). The network is trained with CE over ``seeds``
+seeds and, from the same initialisations, with MSE on one-hot targets (the papers' protocol, the
+control); the test D_LR is logged on each output choice, and at the end the probabilities' D_LR
+is scanned over the softmax temperature τ (τ → ∞ gives the centred logits, τ → 0 the argmax).
 
-D's caption of Fig 17 did not survive the text extraction; its neighbours in App. E are image
-classifiers. **Decision:** the small scale trains a 2-hidden-layer ReLU MLP of width 256 (as
-learning-curve) on real MNIST images (mnist5k: 4,000 train / 1,000 test) with Adam; ``--scale grokking`` is
-the transformer on a / b mod 97 with teddykoker/grokking's CE (AdamW λ = 1), where a
-single-seed probe saw the logits' D_LR rise 0.36 → 0.58 while it grokked.
+D's caption of Fig 17 is lost in extraction. **Decision:** the small scale trains a
+2-hidden-layer ReLU MLP of width 256 on real MNIST (mnist5k) with Adam; ``--scale grokking`` is
+the transformer on a / b mod 97 with teddykoker/grokking's CE (AdamW λ = 1); ``--scale paper``
+is ResNet18 (k = 64) on CIFAR-10.
 
-Command: ``lrrich run cross-entropy --out runs/cross-entropy`` (3 seeds × CE and MSE, 20 epochs).
-Runtime: ``lrrich list`` shows the recorded small-scale run's wall time and machine.
-``--scale grokking`` (CE only, 2,000 transformer steps per seed) takes about ten times as long;
-``--set seeds=1`` for a quicker look. ``--scale paper`` (ResNet18, k = 64, CIFAR-10) is an
-accelerator run.
-Expected (seeds 0–2, mean ± std): test accuracy CE 93.5 %, MSE 95.8 %; test D_LR from init to
-the end on the logits 0.584 ± 0.033 → 0.246 ± 0.001, centred logits 0.597 → 0.241,
-probabilities 0.598 → 0.448 ± 0.005, against the MSE control's 0.144 ± 0.006: every choice
-falls, none reaches the MSE reading (random features at n = 1,000, p = 256, r = 10 / 9:
-0.824 / 0.833). softmax(z/τ) reads 0.47 at τ = 0.03 and 0.24 at τ = 100.
-Grokking (seeds 0–2, 3 × 2,000 steps in one program): the logits'
-D_LR falls while the transformer memorises (0.43–0.46 → 0.29–0.32 at step 500), then rises with
-the test accuracy — 0.645 / 0.573 / 0.388 at the end for 97.0 / 72.6 / 11.1 % test accuracy;
-probabilities 0.72–0.74 in every seed (random features at p = 128, r = 96: 0.146). The
-grokking claims are judged only where every seed groks (``CLAIMS``' premise).
+Command: ``lrrich run cross-entropy --out runs/cross-entropy`` (3 seeds × CE and MSE;
+``--set seeds=1`` for a quicker look).
+Expected (seeds 0–2): test accuracy CE 93.5 %, MSE 95.8 %; test D_LR from init to the end on the
+logits 0.58 → 0.246, centred logits 0.60 → 0.241, probabilities 0.60 → 0.448, against the MSE
+control's 0.144: every choice falls, none reaches the MSE reading. Grokking: the logits' D_LR
+falls while the transformer memorises, then rises with the test accuracy (0.645 / 0.573 /
+0.388 at 97.0 / 72.6 / 11.1 %); those claims are judged only where every seed groks.
 
 Findings (the temperature scan, the per-sample shift, the grokking transformer):
 ``docs/findings/cross_entropy.md``.
@@ -53,29 +42,20 @@ DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / p
 PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
 TASKS = ("image", "modular")
 CHOICES = metrics.OUTPUT_CHOICES
-LABELS = {
-    "logits": "logits",
-    "centred_logits": "centred logits",
-    "probabilities": "probabilities",
-}
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
     """Cross-entropy vs MSE training with D_LR on three output choices (D App. E, Fig 17).
 
-    Shared image-training fields: :class:`~lrrich.experiments._presets.ImageTraining`
-    (here Adam lr 1e-3, batch 128, 20 epochs, output scale 1); ``seeds`` (3) networks per loss,
-    trained together.
-
     Attributes:
       task: ``'image'`` (``dataset`` / ``model``) or ``'modular'`` (a / b mod ``p``, a
         ``depth``-block transformer of width d = ``width``, 4 heads; ``seed`` sets the split).
+      model: the image network (:data:`~lrrich.experiments._data.MODELS`).
       p: prime modulus of the modular task.
       steps: optimizer steps (0: ``epochs`` decide).
       warmup_steps: linear learning-rate warm-up.
-      mse_twin: also train every seed with MSE on one-hot × ``target_scale`` targets from the
-        same initialisation (the control whose D_LR the papers read).
+      mse_twin: also train every seed with MSE on one-hot × ``target_scale`` targets (the control).
       target_scale: S of the MSE control's targets.
       log_points: log points over training (D_LR on the test subset at each).
       eval_size: test inputs per log point (1,000: all of mnist5k's test set).
@@ -100,39 +80,18 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     temperatures: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
 
 
+_GROKKING = Config(
+    task="modular", width=128, depth=2, optimizer="adamw", b2=0.98, weight_decay=1.0,
+    warmup_steps=10, batch_size=512, steps=2000, mse_twin=False, eval_size=4656, log_points=20,
+)  # fmt: skip
+"""The grokking probe's setting (teddykoker/grokking, CE): 2 blocks, d = 128, AdamW λ = 1."""
 SCALES = {
     "small": Config(),
-    # the grokking probe's setting (teddykoker/grokking, CE): 2 blocks, d = 128, AdamW λ = 1
-    "grokking": Config(
-        task="modular",
-        width=128,
-        depth=2,
-        optimizer="adamw",
-        b2=0.98,
-        weight_decay=1.0,
-        warmup_steps=10,
-        batch_size=512,
-        steps=2000,
-        mse_twin=False,
-        eval_size=4656,
-        log_points=20,
-    ),
+    "grokking": _GROKKING,
     "paper": _presets.paper_scale(
         Config, "cifar10", model="resnet18", optimizer="sgd", lr=0.05, epochs=200, eval_size=2048
     ),
 }
-
-
-def _dlr_logits(phi, z):
-    return metrics.dlr_with_rank(phi, z)
-
-
-def _dlr_centred(phi, z):
-    return metrics.dlr_with_rank(phi, metrics.centred_logits(z))
-
-
-def _dlr_probabilities(phi, z):
-    return metrics.dlr_with_rank(phi, metrics.probabilities(z))
 
 
 def _shift_share(phi, z):
@@ -144,9 +103,9 @@ def _shift_share(phi, z):
 
 
 LOGGED = {
-    "logits": _dlr_logits,
-    "centred_logits": _dlr_centred,
-    "probabilities": _dlr_probabilities,
+    "logits": lambda phi, z: metrics.dlr_with_rank(phi, z),
+    "centred_logits": lambda phi, z: metrics.dlr_with_rank(phi, metrics.centred_logits(z)),
+    "probabilities": lambda phi, z: metrics.dlr_with_rank(phi, metrics.probabilities(z)),
     "shift_share": _shift_share,
 }
 """Metrics logged on the test subset at each log point (``<name>_test`` in the History)."""
@@ -169,18 +128,17 @@ def run(config: Config, run_dir: Path) -> dict:
             c = curves[i]
             for choice in CHOICES if loss == "ce" else ("logits",):
                 key = f"{loss}_{choice}"
-                one[f"{key}_start"] = c[choice][0]
-                one[f"{key}_end"] = c[choice][-1]
+                one[f"{key}_start"], one[f"{key}_end"] = c[choice][0], c[choice][-1]
                 one[f"{key}_max"] = float(np.nanmax(c[choice]))
                 one[f"{key}_rank"] = c["final_rank"][choice]
-            one[f"{loss}_test_acc"] = c["test_acc"][-1]
-            one[f"{loss}_train_acc"] = c["train_acc"][-1]
+            one[f"{loss}_test_acc"], one[f"{loss}_train_acc"] = c["test_acc"][-1], c["train_acc"][-1]  # fmt: skip
             one[f"{loss}_shift_share_start"] = c["shift_share"][0]
             one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
         one["ce_dlr_by_temperature"] = runs["ce"][1][i]
         one["init_fitted_dlr"] = _measure.init_baseline(_build(config, data, seed), data)
         per_seed.append(one)
-    summary = _seeds.seed_mean(per_seed, [k for k in per_seed[0] if k not in _NOT_AVERAGED])
+    not_averaged = ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
+    summary = _seeds.seed_mean(per_seed, [k for k in per_seed[0] if k not in not_averaged])
     summary["seeds"] = len(seeds)
     n_eval = min(config.eval_size, len(data.x_test))
     p = runs["ce"][0][0]["n_features"]
@@ -192,9 +150,6 @@ def run(config: Config, run_dir: Path) -> dict:
         "dataset": {"name": data.name, "n_train": len(data.x_train), "n_eval": n_eval},
         "measured": _measured(per_seed, config, data, n_eval, p),
     }
-
-
-_NOT_AVERAGED = ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
 
 
 def _load(config: Config):
@@ -214,13 +169,9 @@ def _build(config: Config, data, seed: int):
         from nets import Transformer
 
         return Transformer(
-            config.p + 2,
-            num_layers=config.depth,
-            d_model=config.width,
-            num_heads=4,
-            num_classes=config.p,
-            rngs=nnx.Rngs(seed),
-        )
+            config.p + 2, num_layers=config.depth, d_model=config.width, num_heads=4,
+            num_classes=config.p, rngs=nnx.Rngs(seed),
+        )  # fmt: skip
     return _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=seed)
 
 
@@ -231,17 +182,12 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
 
     n = len(data.x_train)
     tc = _presets.train_config(
-        config,
-        n,
-        loss=loss,
-        target_scale=config.target_scale,
-        steps=config.steps or None,
+        config, n, loss=loss, target_scale=config.target_scale, steps=config.steps or None,
         warmup_steps=config.warmup_steps,
-    )
+    )  # fmt: skip
     total = tc.total_steps(n // tc.batch_size)
-    models = [_build(config, data, s) for s in seeds]
     trained, hists = train_many(
-        models,
+        [_build(config, data, s) for s in seeds],
         data,
         [tc] * len(seeds),
         [jax.random.key(s) for s in seeds],
@@ -255,20 +201,15 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
     curves, finals = [], []
     for model, hist in zip(trained, hists, strict=True):
         c = {k: hist.column(k).tolist() for k in ("step", "train_acc", "test_acc")}
-        for name in LOGGED:
-            c[name] = hist.column(f"{name}_test").tolist()
+        c |= {name: hist.column(f"{name}_test").tolist() for name in LOGGED}
         phi, z = _measure.forward(model, data.x_test[: config.eval_size], tc.output_scale)
         c["n_features"] = int(phi.shape[1])
         final = metrics.dlr_by_output(phi, z)  # the ranks the logged D_LR used at the end
         c["final_rank"] = {ch: int(getattr(final, ch).rank) for ch in CHOICES}
         curves.append(c)
         if loss == "ce":
-            finals.append(
-                [
-                    float(metrics.dlr_by_output(phi, z, temperature=t).probabilities.value)
-                    for t in config.temperatures
-                ]
-            )
+            by_t = [metrics.dlr_by_output(phi, z, temperature=t) for t in config.temperatures]
+            finals.append([float(d.probabilities.value) for d in by_t])
     return curves, finals
 
 
@@ -276,53 +217,35 @@ _QUOTE = (
     "'our method extends to models trained on cross-entropy loss, while the mathematical "
     "interpretation is less straightforward' (D App. E, Fig 17)"
 )
+
+
+def _claim(prefix: str, choice: str, field: str, target: float, **kw) -> Claim:
+    """``field`` (test D_LR on ``choice`` at the end of CE training) is ``target``; direction:
+    it falls from init to the end."""
+    label = choice.replace("_", " ")
+    end, start = f"{prefix}_{choice}_end", f"{prefix}_{choice}_start"
+    if prefix == "ce":  # the MLP against its MSE twin (same initialisation)
+        key, source, quote = f"{choice}-as-mse", "D App. E Fig 17", _QUOTE
+        what = f"test D_LR on {label} at the end (CE) minus the MSE twin's (same initialisation)"
+    else:  # the grokking transformer against D's grokked value under MSE
+        key, source = f"grokking-{choice}", "D App. E Fig 17; D §5 Fig 4"
+        quote = _QUOTE + "; D's grokking transformer ends rich (D_LR 0.11, S's table, step 3,000)"
+        what = f"test D_LR on {label} at the end (CE), grokking transformer"
+    return Claim(
+        key, source, quote, f"{what}; direction: it falls from init to the end", "test",
+        Value(field, target, "dlr", direction=Less(end, start)), dlr=(end,), **kw,
+    )  # fmt: skip
+
+
 _GROKS = Premise(
     "modular_test_acc", ">=", 0.9, "the network groks (test accuracy ≥ 90 % at the end)"
 )
-
-
-def _image_claim(choice: str) -> Claim:
-    """The MLP's CE D_LR on ``choice`` reads as its MSE twin's (same init); direction: it falls."""
-    return Claim(
-        f"{choice}-as-mse",
-        "D App. E Fig 17",
-        _QUOTE,
-        f"test D_LR on {LABELS[choice]} at the end (CE) minus the MSE twin's (same "
-        "initialisation); direction: it falls from init to the end",
-        "test",
-        Value(
-            f"ce_{choice}_minus_mse",
-            0.0,
-            "dlr",
-            direction=Less(f"ce_{choice}_end", f"ce_{choice}_start"),
-        ),
-        paper="extends to CE (as under MSE)",
-        dlr=(f"ce_{choice}_end",),
-    )
-
-
-def _grokking_claim(choice: str) -> Claim:
-    """The grokking transformer's CE D_LR on ``choice`` ends at D's grokked value (MSE: 0.11)."""
-    return Claim(
-        f"grokking-{choice}",
-        "D App. E Fig 17; D §5 Fig 4",
-        _QUOTE + "; D's grokking transformer ends rich (D_LR 0.11, S's table, step 3,000)",
-        f"test D_LR on {LABELS[choice]} at the end (CE), grokking transformer; direction: it "
-        "falls from init to the end",
-        "test",
-        Value(
-            f"modular_{choice}_end",
-            0.11,
-            "dlr",
-            direction=Less(f"modular_{choice}_end", f"modular_{choice}_start"),
-        ),
-        paper="0.11 (D's grokked transformer under MSE)",
-        premise=(_GROKS,),
-        dlr=(f"modular_{choice}_end",),
-    )
-
-
-CLAIMS = tuple(_image_claim(c) for c in CHOICES) + tuple(_grokking_claim(c) for c in CHOICES)
+CLAIMS = (
+    *(_claim("ce", c, f"ce_{c}_minus_mse", 0.0, paper="extends to CE (as under MSE)")
+      for c in CHOICES),
+    *(_claim("modular", c, f"modular_{c}_end", 0.11, premise=(_GROKS,),
+             paper="0.11 (D's grokked transformer under MSE)") for c in CHOICES),
+)  # fmt: skip
 """D App. E on the MLP (against its MSE twin; fields ``ce_*``) and on the grokking transformer
 (``--scale grokking``; fields ``modular_*``, judged only where the network groks)."""
 
@@ -379,15 +302,12 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     # the reference of each choice's D_LR field, ce_* (MLP) or modular_* (transformer)
     refs = {k.split("_", 1)[1]: r["dlr"] for k, r in results["measured"]["reference"].items()}
     for k, choice in enumerate(CHOICES):
-        col = f"C{k}"
-        _plots.band(axes[0], curves["ce"], choice, f"CE: {LABELS[choice]}", x="step", color=col)
-        ref = refs.get(f"{choice}_end")
-        if ref is not None:
-            axes[0].axhline(ref, color=col, ls=":", lw=1)
+        label = f"CE: {choice.replace('_', ' ')}"
+        _plots.band(axes[0], curves["ce"], choice, label, x="step", color=f"C{k}")
+        if f"{choice}_end" in refs:
+            axes[0].axhline(refs[f"{choice}_end"], color=f"C{k}", ls=":", lw=1)
     if "mse" in curves:
-        steps = np.asarray(curves["mse"][0]["step"], float)
-        vals = np.array([c["logits"] for c in curves["mse"]], float)
-        axes[0].plot(steps, np.nanmean(vals, 0), "k--", label="MSE control")
+        _plots.band(axes[0], curves["mse"], "logits", "MSE control", x="step", color="k", ls="--")
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="step", ylabel="test D_LR (dotted: random features)", ylim=(0, 1))
     axes[0].set_title("D_LR by output choice (mean, min-max over seeds)", fontsize=9)
@@ -395,9 +315,9 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         for c in curves.get(loss, []):
             axes[1].plot(c["step"], c["test_acc"], ls, color="C0" if loss == "ce" else "k", lw=1)
     axes[1].set(xlabel="step", ylabel="test accuracy", ylim=(0, 1.02), title="CE (solid), MSE")
-    taus = results["temperatures"]
     for s in results["per_seed"]:
-        axes[2].semilogx(taus, s["ce_dlr_by_temperature"], "o-", ms=3, color="C2", lw=1)
+        axes[2].semilogx(results["temperatures"], s["ce_dlr_by_temperature"], "o-", ms=3,
+                         color="C2", lw=1)  # fmt: skip
         axes[2].axhline(s["ce_centred_logits_end"], color="C1", ls=":", lw=1)
         axes[2].axhline(s["ce_logits_end"], color="C0", ls=":", lw=1)
     axes[2].set(xlabel="softmax temperature τ", ylabel="final test D_LR of softmax(z/τ)")
