@@ -146,12 +146,13 @@ def _metric_values(metric_fns, passes, frozen, metric_splits) -> dict:
 
 
 def batched_log_points(backend: str | None = None) -> bool:
-    """Whether the R runs' log points run as one ``vmap`` (batched) or one after another.
+    """Whether the metrics of R runs' log points (D_LR) run as one ``vmap`` or one after another.
 
-    Batched on GPUs and TPUs, where one run's forward pass and D_LR are chains of small kernels
-    that use a fraction of the card; looped (``lax.map``) on the CPU, where the batched form is
-    slower (XLA:CPU's batched QR and SVD) and, for a 16-run digits MLP with chunks of 1,024 rows,
-    can deadlock XLA:CPU (docs/findings/benchmarks.md, bench_vmap_sweep).
+    The forward passes and losses are always one ``vmap``. The metrics are batched on GPUs and
+    TPUs, where one run's D_LR is a chain of small kernels that uses a fraction of the card, and
+    looped (``lax.map``) on the CPU, where XLA:CPU's batched QR and SVD are slower than the loop
+    (docs/findings/benchmarks.md; ``benchmarks/bench_vmap_sweep.py --breakdown`` times the whole
+    log point).
     """
     return (backend or jax.default_backend()) != "cpu"
 
