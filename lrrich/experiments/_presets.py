@@ -1,16 +1,10 @@
 """The training sub-configs the experiments share, and the one map from them to ``TrainConfig``.
 
-An experiment's ``Config`` extends one of these frozen dataclasses, so each training field is
-declared and documented once and stays top-level (``--set lr=…``):
-
-* :class:`Training` — seed and optimizer (every trained experiment);
-* :class:`StepTraining` — plus a run measured in optimizer steps (the grokking experiments);
-* :class:`ImageTraining` — plus data, model size and epochs (the image experiments);
-* :class:`Seeds` — mixed in where the claims are judged over seeds (:func:`seed_list`).
-
+An experiment's ``Config`` extends :class:`Training` (seed and optimizer), :class:`StepTraining`
+(a run in optimizer steps) or :class:`ImageTraining` (data, model size, epochs), and mixes in
+:class:`Seeds` where its claims are judged over seeds; each field stays top-level (``--set lr=…``).
 :func:`train_config` maps any of them to a :class:`nets.TrainConfig`; :func:`paper_scale` is the
-papers' common accelerator preset (D App. F.4, T §2.4); :func:`paper_steps` and
-:func:`partial_batch_deviation` account for PyTorch's short last batch.
+papers' common accelerator preset; :func:`paper_steps` counts PyTorch's short last batch.
 """
 
 from __future__ import annotations
@@ -25,11 +19,10 @@ class Training:
     Attributes:
       seed: PRNG seed of the initialisation and the data order.
       optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` (coupled L2, PyTorch's
-        ``Adam(weight_decay=…)``) or ``'adamw'`` (decoupled weight decay; torch semantics).
+        ``Adam(weight_decay=…)``) or ``'adamw'`` (decoupled weight decay).
       lr: learning rate η.
-      momentum: SGD momentum μ; unused by Adam.
-      b1, b2: Adam's β₁, β₂; unused by SGD.
-      eps: Adam's ε (PyTorch's default 1e-8); unused by SGD.
+      momentum: SGD momentum μ.
+      b1, b2, eps: Adam's β₁, β₂, ε.
       weight_decay: weight decay λ (coupled for sgd / adam, decoupled for adamw).
     """
 
@@ -52,7 +45,7 @@ class StepTraining(Training):
       batch_size: minibatch size B.
       steps: optimizer steps per run.
       log_every: steps between logged accuracy / D_LR points (also at step 0 and the end).
-      checkpoint_every: steps between orbax checkpoints (0: none), for ``--resume``.
+      checkpoint_every: steps between checkpoints (0: none), for ``--resume``.
     """
 
     optimizer: str = "adamw"
@@ -68,7 +61,7 @@ class StepTraining(Training):
 
 @dataclasses.dataclass(frozen=True)
 class ImageTraining(Training):
-    """The image experiments' training sub-config: SGD with momentum 0.9 (D App. F.4, T §2.4).
+    """The image experiments' training: SGD with momentum 0.9 (D App. F.4, T §2.4).
 
     Attributes:
       dataset: one of :data:`~lrrich.experiments._data.DATASETS`.
@@ -76,13 +69,12 @@ class ImageTraining(Training):
       n_train: training subset size (None: the whole training split).
       width: hidden width p of the MLP, VGG16's first-block width, ResNet18's k.
       depth: hidden layers of the MLP (the convolutional nets have a fixed depth).
-      batch_size: minibatch size B (128 in the papers; capped at the training-set size).
+      batch_size: minibatch size B (capped at the training-set size).
       epochs: training epochs.
       output_scale: ε, the network output is multiplied by ε (D App. F.4).
       augment: ``'cifar'`` (random crop + flip) or ``'none'``.
-      checkpoint_every: optimizer steps between orbax checkpoints (0: none), for ``--resume``.
-      normalize: one of :data:`~lrrich.experiments._data.NORMALIZATIONS` (``'channel'``: the
-        per-channel standardisation of D App. F.4.2).
+      checkpoint_every: optimizer steps between checkpoints (0: none), for ``--resume``.
+      normalize: ``'none'`` or ``'channel'`` (per-channel standardisation, D App. F.4.2).
     """
 
     dataset: str = "mnist5k"
@@ -101,8 +93,7 @@ class ImageTraining(Training):
 
 @dataclasses.dataclass(frozen=True)
 class Seeds:
-    """Repeat every run over seeds ``seed, …, seed + seeds − 1`` (D averages over at least three
-    runs); the claims are judged over the per-seed values (:mod:`lrrich.claims`).
+    """Repeat every run over seeds ``seed, …, seed + seeds − 1`` (D averages at least three).
 
     Attributes:
       seeds: number of seeds n (≥ 1).
@@ -120,17 +111,9 @@ def seed_list(config) -> list[int]:
 
 
 def train_config(config: Training, n_train: int | None = None, **overrides):
-    """The :class:`nets.TrainConfig` of ``config``: every field of ``config`` that names a
-    ``TrainConfig`` field is that field; ``overrides`` win.
-
-    Args:
-      config: the experiment's config (a :class:`Training` or a subclass).
-      n_train: training-set size; caps ``batch_size`` (needed by an :class:`ImageTraining`).
-      overrides: any other TrainConfig field (the loss, a swept ``lr``, the scales, …).
-
-    Returns:
-      the :class:`nets.TrainConfig`.
-    """
+    """The :class:`nets.TrainConfig` of ``config``: each of its fields that names a
+    ``TrainConfig`` field, ``batch_size`` capped at ``n_train`` (which an :class:`ImageTraining`
+    must give); ``overrides`` (any other TrainConfig field) win."""
     from nets import TrainConfig
 
     if n_train is None and isinstance(config, ImageTraining):
@@ -145,11 +128,9 @@ def train_config(config: Training, n_train: int | None = None, **overrides):
 
 
 def paper_scale(config_cls: type, dataset: str, **fields):
-    """``config_cls`` in the papers' common accelerator setting on ``dataset`` (D App. F.4, T §2.4).
-
-    The whole training split, width 64, CIFAR augmentation, per-channel normalisation on CIFAR
-    (D App. F.4.2) and a checkpoint every 2,000 steps; ``fields`` win over these.
-    """
+    """``config_cls`` in the papers' common accelerator setting on ``dataset`` (D App. F.4, T §2.4):
+    the whole training split, width 64, CIFAR augmentation, per-channel normalisation on CIFAR,
+    a checkpoint every 2,000 steps; ``fields`` win."""
     common = dict(
         dataset=dataset,
         n_train=None,
@@ -162,19 +143,8 @@ def paper_scale(config_cls: type, dataset: str, **fields):
 
 
 def paper_steps(n_train: int, batch_size: int, epochs: int) -> int:
-    """Optimizer steps of ``epochs`` epochs of PyTorch's ``DataLoader`` (``drop_last=False``).
-
-    PyTorch keeps the short last minibatch: an epoch is ⌈n/B⌉ steps, where ``nets`` (drop-last)
-    takes ⌊n/B⌋. Training E · ⌈n/B⌉ full batches keeps the papers' step count.
-
-    Args:
-      n_train: training-set size n ≥ 1.
-      batch_size: minibatch size B ≥ 1 (capped at n, as the loaders do).
-      epochs: epochs E ≥ 0.
-
-    Returns:
-      E · ⌈n / min(B, n)⌉.
-    """
+    """E · ⌈n / min(B, n)⌉: the optimizer steps of ``epochs`` epochs of PyTorch's ``DataLoader``,
+    which keeps the short last batch (``nets`` drops it), as full batches."""
     for name, v, low in (
         ("n_train", n_train, 1),
         ("batch_size", batch_size, 1),
@@ -186,8 +156,7 @@ def paper_steps(n_train: int, batch_size: int, epochs: int) -> int:
 
 
 def partial_batch_deviation(n_train: int, batch_size: int) -> list[str]:
-    """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``
-    (the papers' loader also steps the short last batch, :func:`paper_steps`)."""
+    """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``."""
     b = min(batch_size, n_train)
     rest = n_train % b
     if not rest:

@@ -1,9 +1,8 @@
-"""The one way to train the seeds of a config: :func:`train_seeds` (resumable, cached), and the
-seed means and summaries the experiments read from its results.
+"""The one way to train the seeds of a config, :func:`train_seeds` (resumable, cached), the seed
+means and summaries read from its results, and :func:`claims_record`, the record the claims read.
 
 Seed s initialises its network from ``nnx.Rngs(s)`` and orders its minibatches by
-``jax.random.key(s)``; the data are the same for every seed. Each trained network is measured by
-:func:`~lrrich.experiments._measure.measure` on the full train and test sets.
+``jax.random.key(s)``; the data are the same for every seed.
 """
 
 from __future__ import annotations
@@ -18,8 +17,9 @@ import jax
 import numpy as np
 
 from lrrich import io
-from lrrich.experiments._data import build_model, flat
+from lrrich.experiments._data import build_model, dataset_text, flat
 from lrrich.experiments._measure import measure
+from lrrich.experiments._presets import partial_batch_deviation, seed_list
 
 HEADLINE = ("dlr", "dlr_train", "test_acc", "train_acc", "d_eff_rho", "d_eff_util")
 """The headline numbers of a trained point (:func:`point_summary`)."""
@@ -44,24 +44,19 @@ def train_seeds(
     """Train and measure one network per seed of ``seeds``; each cached in ``run_dir/seed_<s>``.
 
     The seeds share one program (:func:`nets.train_many`, one after another inside it: on the CPU
-    bitwise equal to each seed's own :func:`nets.train`), so they cost one compilation. With
-    ``checkpoint_every`` > 0 or one seed, each seed is one :func:`nets.train` writing its
-    ``metrics.jsonl`` and orbax checkpoints into its folder and resuming from them, so
-    ``lrrich run … --resume`` continues mid-run. Such a run raises :class:`nets.TrainingDiverged`
-    where its loss turns non-finite.
+    bitwise equal to each seed's own ``train``), so they cost one compilation. With
+    ``checkpoint_every`` > 0 or one seed, each seed is one :func:`lrrich.trainer.train` writing
+    its ``metrics.jsonl`` and checkpoints into its folder and resuming from them (``--resume``);
+    it raises :class:`nets.TrainingDiverged` where its loss turns non-finite.
 
     Args:
       model_name, width, depth, model_kw: the network (:func:`~lrrich.experiments._data.build_model`).
-      data: the :class:`nets.data.Dataset` (flattened for the MLP).
-      train_config: the :class:`nets.TrainConfig` of every seed.
-      seeds: the seeds.
-      run_dir: the folder of the seeds' sub-folders.
-      checkpoint_every: optimizer steps between checkpoints (0: none; > 0: resumable).
-      log_every, eval_size: ``nets.train``'s log period and log-point subset (None: its default).
+      data, train_config: the :class:`nets.data.Dataset` and every seed's :class:`nets.TrainConfig`.
+      log_every, eval_size: ``train``'s log period and log-point subset (None: its default).
       extra: ``extra(model, data) -> dict`` of further measures of each trained network.
 
     Returns:
-      per seed, in order: the :func:`~lrrich.experiments._measure.measure` numbers, ``extra``'s,
+      per seed: the :func:`~lrrich.experiments._measure.measure` numbers, ``extra``'s,
       ``history`` (per log point: step, epoch, loss, accuracies, D_LR) and ``train_seconds``.
     """
     seeds, run_dir = list(seeds), Path(run_dir)
@@ -94,12 +89,8 @@ def grid_summary(results: dict[str, dict]) -> dict:
 
 
 def seed_mean(results: list[dict], keys=None) -> dict:
-    """The mean over seeds of each number of per-seed ``results`` (NaN where a seed lacks it).
-
-    Args:
-      results: one dict per seed.
-      keys: the keys to average (default: every int or float any seed has, but ``seed``).
-    """
+    """The mean over the per-seed dicts ``results`` of each of ``keys`` (default: every number
+    any seed has, but ``seed``); NaN where a seed lacks it or holds None."""
     if keys is None:
         keys = dict.fromkeys(
             k
@@ -107,7 +98,7 @@ def seed_mean(results: list[dict], keys=None) -> dict:
             for k, v in r.items()
             if k != "seed" and isinstance(v, int | float) and not isinstance(v, bool)
         )
-    return {k: float(np.mean([r.get(k, np.nan) for r in results])) for k in keys}
+    return {k: float(np.mean([_nan(r.get(k)) for r in results])) for k in keys}
 
 
 def seed_curves(results: list[dict]) -> list[dict]:
@@ -120,10 +111,37 @@ def tag(value: float) -> str:
     return f"{value:g}"
 
 
+def claims_record(values: dict, config, data, *, p, baseline, scale: str, deviations=()) -> dict:
+    """:func:`lrrich.claims.measured` of an image experiment's per-seed ``values``: each field
+    starting with ``dlr`` (a test-set D_LR) gets its at-init ``baseline`` and the isotropic
+    reference at (n_test, ``p``, C) (``p``, ``baseline``: a value, or a function field → it); the
+    dropped partial batch leads the ``deviations``; the seeds are the config's."""
+    from lrrich.claims import measured, rf_reference
+
+    def of(v, field):
+        return v(field) if callable(v) else v
+
+    dlr = [f for f in values if f.startswith("dlr")]
+    return measured(
+        values,
+        seeds=seed_list(config),
+        dataset=dataset_text(data),
+        scale=scale,
+        baseline={f: of(baseline, f) for f in dlr},
+        reference={f: rf_reference(len(data.x_test), of(p, f), data.num_classes) for f in dlr},
+        deviations=[*partial_batch_deviation(len(data.x_train), config.batch_size), *deviations],
+    )
+
+
+def _nan(v):
+    return np.nan if v is None else v
+
+
 def _train(runs: list, data, train_config, checkpoint_every: int, log: dict) -> list:
     """(model, history) of each (model, seed, folder) of ``runs``: one :func:`nets.train_many`
-    program, or one resumable :func:`nets.train` each (one run, or checkpoints asked for)."""
-    from nets import train, train_many
+    program, or one resumable ``train`` each (one run, or checkpoints asked for)."""
+    from lrrich.trainer import train
+    from nets import train_many
 
     if len(runs) > 1 and checkpoint_every == 0:
         models, seeds, _ = zip(*runs, strict=True)
