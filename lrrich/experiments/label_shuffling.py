@@ -1,31 +1,18 @@
-"""Label shuffling 0 / 10 / 100 %: rich dynamics without generalisation (D Fig 3, T Fig 3.5).
+"""D Fig 3 / T Fig 3.5: label shuffling 0 / 10 / 100 % — rich dynamics without generalisation.
 
 A network is trained with MSE on one-hot targets after a fraction of the training labels has been
 permuted among themselves (``nets.shuffle_labels``; class histogram kept, test set untouched).
-The paper's point: D_LR stays small — the features collapse onto the C learned functions — even
-with fully random labels, where the test accuracy is at chance. Low-rank (rich) dynamics is a
-property of training, not of structure in the data.
+The paper's point: D_LR stays small even with fully random labels, where the test accuracy is at
+chance: low-rank (rich) dynamics is a property of training, not of structure in the data.
 
-Grid: ``shuffle_fractions`` — ``run`` trains every value in one run (default: the paper's three).
-A sweep sets one value per run, e.g.
-``lrrich sweep label-shuffling --grid shuffle_fractions=0,0.1,1 --seeds 3``; a one-value run
-reports the plain keys ``dlr``, ``test_acc``, … (aggregated over seeds by the sweep).
-
-Command: ``lrrich run label-shuffling --out runs/ls`` (small: 2-hidden-layer ReLU MLP on 2,000
-real Fashion-MNIST images, seeds 0–2 by default; ``mnist5k`` when Fashion-MNIST is not
-installed). ``--scale conv``: ResNet18 with k = 4 on 512 images, one seed.
-Expected (the record ``docs/records/label-shuffling/small.json``, seeds 0–2, 0 / 100 %
-shuffled): test D_LR 0.188 ± 0.001 / 0.246 ± 0.013 (the networks' own features at
-initialisation, fitted readout: 0.604 ± 0.009), test accuracy 83.4 / 10.4 %. Seed 0, 0 / 10 /
-100 % shuffled: D_LR on the training inputs 0.157 / 0.125 / 0.085 (memorising random labels is
-the richest there), on the test inputs 0.188 / 0.158 / 0.257. With the papers' per-channel
-normalisation (``--set normalize=channel``, seed 0, 100 %): train D_LR 0.305, test 0.634.
-``--scale conv`` (0 / 100 %, seed 0): test accuracy 66.6 / 9.7 %, train D_LR 0.083 / 0.069, test
-D_LR 0.151 / 0.099.
-Paper (``--scale paper``, an accelerator and CIFAR-10 prepared for tensorflow-datasets): ResNet18
-on 10,000 CIFAR-10 images, D_LR 0.031 (0 %) / 0.034 (100 %), test accuracy 95.0 % / 9.5 %.
-
-Findings (which inputs D_LR is measured on, LeNet-5, the ResNet18 runs):
+Command: ``lrrich run label-shuffling`` (a 2-hidden-layer ReLU MLP on 2,000 Fashion-MNIST images,
+3 seeds); ``lrrich sweep label-shuffling --grid shuffle_fractions=0,0.1,1 --seeds 3`` trains one
+fraction per run (plain keys ``dlr``, ``test_acc``, …). ``--scale conv``: ResNet18 k = 4 on 512
+images, one seed; ``--scale paper``: ResNet18 on 10,000 CIFAR-10 images (an accelerator).
+Expected (seeds 0–2, 0 / 100 % shuffled): test D_LR 0.188 ± 0.001 / 0.246 ± 0.013 (at-init
+baseline 0.604 ± 0.009), test accuracy 83.4 / 10.4 %; ``--scale conv`` (seed 0): test D_LR
+0.151 / 0.099, test accuracy 66.6 / 9.7 %. Paper: D_LR 0.031 / 0.034, test 95.0 / 9.5 %.
+Findings (which inputs D_LR is read on, normalisation, LeNet-5, the ResNet18 runs):
 ``docs/findings/label_shuffling.md``.
 """
 
@@ -34,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lrrich.claims import MF_BOUNDARY, Above, Below, Claim, Premise, Value, measured, rf_reference
+from lrrich.claims import MF_BOUNDARY, Above, Below, Claim, Premise, Value
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "label-shuffling"
@@ -51,33 +38,20 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Label-shuffling settings. Paper: D App. F.4 (Fig 3 rows) and thesis §2.4.
+    """Label-shuffling settings (D App. F.4, T §2.4).
 
     Paper: ResNet18 (k = 64) on 10,000 CIFAR-10 images, SGD lr 0.05, momentum 0.9, weight decay
-    1e-3 (**Decision:** D's table lost its learning-rate and weight-decay entries in
-    extraction; the thesis's ResNet18 setting, T §2.4, is used), batch 128, 200 epochs with
-    lr × 0.2 every 60, output scale ε = 1/3, CIFAR augmentation.
-
-    Small-scale deviations: real images instead of CIFAR-10 — 2,000 Fashion-MNIST training
-    images (class-balanced subset; all 10,000 test images; ``mnist5k`` when Fashion-MNIST is not
-    installed) — and a 2-hidden-layer ReLU MLP of width 512 instead of ResNet18, lr 0.5 without
-    weight decay, 300 epochs with lr × 0.2 every 100, no augmentation: the largest setting in
-    which a network fits fully random labels within the CPU budget (LeNet-5 reaches only 20 %
-    training accuracy on the default 2,000 shuffled images: ``docs/findings/label_shuffling.md``);
-    a k = 4 ResNet18 that does is ``--scale conv``. **Deviation:** ``--scale conv`` keeps the
-    small scale's weight decay 0 where T §2.4 trains ResNet18 with 1e-3 (its measured results
-    are at 0; the effect of 1e-3 is not yet measured: ``--set weight_decay=1e-3`` did
-    not fit the CPU budget — ``docs/findings/label_shuffling.md``). Inputs are the
-    raw [0, 1] pixels at the small scales (``normalize='none'``) and standardised per channel at
-    paper scale (``'channel'``, D App. F.4.2); the effect of the choice is measured in
-    ``docs/findings/label_shuffling.md``. Seeds: ``seeds`` networks per fraction (initialisation
-    and minibatch order ``seed``, ``seed + 1``, …) on the same subset and the same shuffled
-    labels (drawn with ``seed``), trained together (``_seeds.train_seeds``). The shared
-    training fields are documented in :class:`~lrrich.experiments._presets.ImageTraining`.
+    1e-3, batch 128, 200 epochs with lr × 0.2 every 60, output scale 1/3, CIFAR augmentation,
+    inputs standardised per channel. **Decision:** D's table lost its learning-rate and
+    weight-decay cells; T §2.4's ResNet18 values are used.
+    Small-scale deviations: 2,000 Fashion-MNIST images (``mnist5k`` when it is not installed),
+    an MLP of width 512 at lr 0.5 without weight decay, 300 epochs, raw [0, 1] pixels: the
+    largest setting that fits fully random labels within a CPU budget (findings).
+    **Deviation:** ``--scale conv`` keeps weight decay 0 where T §2.4 uses 1e-3.
+    Every seed trains on the same subset and the same shuffled labels (drawn with ``seed``).
 
     Attributes:
-      model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'`` or another of
-        ``_data.MODELS``.
+      model: ``'mlp'`` (small), ``'resnet18'`` (paper), or another of ``_data.MODELS``.
       shuffle_fractions: fractions of training labels permuted (paper: 0, 0.1, 1).
       step_every_epochs: the step schedule, lr × 0.2 every this many epochs (paper 60).
     """
@@ -98,29 +72,13 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 
 SCALES = {
     "small": Config(),
-    # a conv net that memorises shuffled labels on the CPU: ResNet18 k = 4 on 512 images
-    # (2,400 steps per fraction)
-    "conv": Config(
-        model="resnet18",
-        width=4,
-        n_train=512,
-        lr=0.05,
-        epochs=600,
-        step_every_epochs=200,
-        shuffle_fractions=(0.0, 1.0),
-    ),
-    "paper": _presets.paper_scale(
-        Config,
-        "cifar10",
-        n_train=10_000,
-        model="resnet18",
-        lr=0.05,
-        weight_decay=1e-3,
-        epochs=200,
-        step_every_epochs=60,
-        checkpoint_every=1_000,
-    ),
-}
+    # a conv net that memorises shuffled labels on the CPU (2,400 steps per fraction)
+    "conv": Config(model="resnet18", width=4, n_train=512, lr=0.05, epochs=600,
+                   step_every_epochs=200, shuffle_fractions=(0.0, 1.0)),
+    "paper": _presets.paper_scale(Config, "cifar10", n_train=10_000, model="resnet18", lr=0.05,
+                                  weight_decay=1e-3, epochs=200, step_every_epochs=60,
+                                  checkpoint_every=1_000),
+}  # fmt: skip
 
 
 def _tag(fraction: float) -> str:
@@ -128,8 +86,7 @@ def _tag(fraction: float) -> str:
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train ``seeds`` networks per shuffle fraction; summary: seed means of D_LR, accuracies and
-    D_eff per fraction (``per_seed``: each seed's)."""
+    """Train ``seeds`` networks per shuffle fraction; summary: seed means per fraction."""
     from nets import shuffle_labels
 
     if not config.shuffle_fractions:
@@ -137,36 +94,24 @@ def run(config: Config, run_dir: Path) -> dict:
     seeds = _presets.seed_list(config)
     data = _data.load_data(config, config.model)
     tc = _presets.train_config(config, len(data.x_train), schedule="step")
-    points, per_seed, curves = {}, {}, {}
+    net = dict(width=config.width, depth=config.depth)
+    points, per_seed, curves, means = {}, {}, {}, {}
     for frac in config.shuffle_fractions:
         res = _seeds.train_seeds(
-            config.model,
-            shuffle_labels(data, frac, seed=config.seed),
-            tc,
-            seeds=seeds,
-            width=config.width,
-            depth=config.depth,
+            config.model, shuffle_labels(data, frac, seed=config.seed), tc, seeds=seeds,
             run_dir=Path(run_dir) / f"shuffle{_tag(frac)}",
-            checkpoint_every=config.checkpoint_every,
-        )
+            checkpoint_every=config.checkpoint_every, **net,
+        )  # fmt: skip
         label = f"{_tag(frac)}% shuffled"
         points[label], per_seed[label] = res[0], [_seeds.point_summary(r) for r in res]
         curves[label] = _seeds.seed_curves(res)
-    summary = _seeds.grid_summary(
-        {f"_shuffle{k.split('%')[0]}": _seeds.seed_mean(v) for k, v in per_seed.items()}
-    )
-    summary["seeds"] = len(seeds)
-    baseline = [
-        _measure.init_baseline(
-            _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=s),
-            data,
-        )
-        for s in seeds
-    ]
+        means[f"_shuffle{_tag(frac)}"] = _seeds.seed_mean(per_seed[label])
+    init = [_data.build_model(config.model, data, seed=s, **net) for s in seeds]
+    baseline = [_measure.init_baseline(m, data) for m in init]
     return {
-        "summary": summary,
+        "summary": _seeds.grid_summary(means) | {"seeds": len(seeds)},
         "points": points,  # the first seed's point (its decomposition)
-        "seed_histories": curves,  # every seed's curves
+        "seed_histories": curves,
         "per_seed": per_seed,
         "measured": _measured(per_seed, points, config, data, baseline),
     }
@@ -181,67 +126,38 @@ _FITS = {
     k: Premise(f"train_acc_{k}", ">=", 0.94, f"the network fits its {what} (≥ 94 % train)")
     for k, what in (("shuffle0", "training labels"), ("shuffle100", "random labels"))
 }
+_F0, _F100 = (_FITS["shuffle0"],), (_FITS["shuffle100"],)
 CLAIMS = (
-    Claim(
-        "dlr-shuffle0",
-        "S ablation table; D Fig 3",
-        _QUOTE,
-        "test D_LR, no shuffling",
-        "test",
-        Value("dlr_shuffle0", 0.031, "dlr_close_values", Below("dlr_shuffle0", MF_BOUNDARY)),
-        paper="0.031 (rich: < 0.1)",
-        premise=(_FITS["shuffle0"],),
-        dlr=("dlr_shuffle0",),
-    ),
-    Claim(
-        "dlr-shuffle100",
-        "S ablation table; D Fig 3",
-        _QUOTE,
-        "test D_LR, fully shuffled labels",
-        "test",
-        Value("dlr_shuffle100", 0.034, "dlr_close_values", Below("dlr_shuffle100", MF_BOUNDARY)),
-        paper="0.034 (rich: < 0.1)",
-        premise=(_FITS["shuffle100"],),
-        dlr=("dlr_shuffle100",),
-    ),
-    Claim(
-        "test-acc-shuffle0",
-        "S ablation table",
-        _QUOTE,
-        "test accuracy, no shuffling (direction: it generalises, > 50 %)",
-        "test",
-        Value("test_acc_shuffle0", 0.950, "accuracy", Above("test_acc_shuffle0", 0.5)),
-        paper="95.0 %",
-        premise=(_FITS["shuffle0"],),
-    ),
-    Claim(
-        "test-acc-shuffle100",
-        "S ablation table",
-        _QUOTE,
-        "test accuracy, fully shuffled labels: at chance (1/C)",
-        "test",
-        Value("test_acc_shuffle100", 0.10, "chance_accuracy"),
-        paper="9.5 % (chance)",
-        premise=(_FITS["shuffle100"],),
-        note="the paper's 9.5 % is chance on 10 classes",
-    ),
-)
+    Claim("dlr-shuffle0", "S ablation table; D Fig 3", _QUOTE, "test D_LR, no shuffling", "test",
+          Value("dlr_shuffle0", 0.031, "dlr_close_values", Below("dlr_shuffle0", MF_BOUNDARY)),
+          paper="0.031 (rich: < 0.1)", premise=_F0, dlr=("dlr_shuffle0",)),
+    Claim("dlr-shuffle100", "S ablation table; D Fig 3", _QUOTE, "test D_LR, fully shuffled labels",
+          "test",
+          Value("dlr_shuffle100", 0.034, "dlr_close_values", Below("dlr_shuffle100", MF_BOUNDARY)),
+          paper="0.034 (rich: < 0.1)", premise=_F100, dlr=("dlr_shuffle100",)),
+    Claim("test-acc-shuffle0", "S ablation table", _QUOTE,
+          "test accuracy, no shuffling (direction: it generalises, > 50 %)", "test",
+          Value("test_acc_shuffle0", 0.950, "accuracy", Above("test_acc_shuffle0", 0.5)),
+          paper="95.0 %", premise=_F0),
+    Claim("test-acc-shuffle100", "S ablation table", _QUOTE,
+          "test accuracy, fully shuffled labels: at chance (1/C)", "test",
+          Value("test_acc_shuffle100", 0.10, "chance_accuracy"), paper="9.5 % (chance)",
+          premise=_F100, note="the paper's 9.5 % is chance on 10 classes"),
+)  # fmt: skip
 """D Fig 3 / S's ablation rows, read on the test split (D does not say on which inputs its D_LR
 is measured; the training-input D_LR stays in ``per_seed``): "rich but no generalization" is a
 statement about a network that fits its labels, the premise of every row."""
 
 
 def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
-    values = {}
-    for key, label in (("shuffle0", "0% shuffled"), ("shuffle100", "100% shuffled")):
-        for f in ("dlr", "test_acc", "train_acc"):
-            if label in per_seed:
-                values[f"{f}_{key}"] = [r[f] for r in per_seed[label]]
-    p = next(iter(points.values()))["n_features"]
-    ref = rf_reference(len(data.x_test), p, data.num_classes)
-    dlr_fields = [f for f in values if f.startswith("dlr_")]
-    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    """The per-seed record the claims read: the 0 % and 100 % rows."""
+    values = {
+        f"{f}_{key}": [r[f] for r in per_seed[label]]
+        for key, label in (("shuffle0", "0% shuffled"), ("shuffle100", "100% shuffled"))
+        if label in per_seed
+        for f in ("dlr", "test_acc", "train_acc")
+    }
+    deviations = []
     if config.weight_decay != PAPER_WEIGHT_DECAY:
         deviations.append(f"weight decay {config.weight_decay:g} (T §2.4: {PAPER_WEIGHT_DECAY:g})")
     if config.normalize == "none":
@@ -251,16 +167,12 @@ def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list
             f"{config.model} (width {config.width}) on {data.name} instead of ResNet18 (k = 64) "
             "on CIFAR-10: only the directions carry over"
         )
-    return measured(
-        values,
-        seeds=_presets.seed_list(config),
-        dataset=_data.dataset_text(data),
+    return _seeds.claims_record(
+        values, config, data, p=next(iter(points.values()))["n_features"], baseline=baseline,
         scale=f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr "
         f"{config.lr:g}, wd {config.weight_decay:g}, inputs normalize={config.normalize}",
-        baseline={f: baseline for f in dlr_fields},
-        reference={f: ref for f in dlr_fields},
         deviations=deviations,
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -1,23 +1,20 @@
 """D Fig 12 / T Fig 3.6: MNIST as scalar regression reaches the rich regime with two features.
 
-The same network is trained on real MNIST digits twice: as a scalar regression (one output, MSE
-to the digit value y ∈ {0, …, 9}; an image of digit i counts as correct when i − 0.5 < f(x) <
-i + 0.5, T Fig 3.6) and as the usual 10-way classification (MSE on one-hot targets). D App. D.3:
-"Unlike C-way classification, which typically uses C features, the regression model reaches the
-rich regime with just two — one of which is constant." Measured on the test images (Nyström fit
-on the training images, T Alg. 1): D_LR (D Eq. 7, C = 1: the centred outputs have rank 1), the
-adjusted D_eff(ρ) = 1 + D_eff(ρ₂, …, ρ_p) (D Eq. 9, T Eq. 2.6) and D_eff(Q̂) of the
-utilization (T Eq. 2.5); "two features" is D_eff ≈ 2 (the constant e₁ and one more).
+The same network trains on real MNIST digits twice: as a scalar regression (one output, MSE to the
+digit value y ∈ {0, …, 9}; a digit i counts as correct when i − 0.5 < f(x) < i + 0.5, T Fig 3.6)
+and as the usual 10-way classification (MSE on one-hot targets). D App. D.3: "Unlike C-way
+classification, which typically uses C features, the regression model reaches the rich regime
+with just two — one of which is constant." Read on the test images (Nyström fit on the training
+images, T Alg. 1): D_LR (D Eq. 7; C = 1), the adjusted D_eff(ρ) = 1 + D_eff(ρ₂, …, ρ_p) (D Eq. 9,
+T Eq. 2.6) and D_eff(Q̂) of the utilization (T Eq. 2.5); "two features" is D_eff ≈ 2.
 
-Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks; ``lrrich list`` shows the
-recorded run's wall time and machine). ``--scale paper`` is D's setting (ResNet18 k = 64 on the full
-MNIST, SGD 0.9, lr 0.05, 200 epochs, ×0.2 every 60; an accelerator run).
-
-Expected (seeds 0 / 1 / 2): regression test D_LR 0.0003 / 0.0002 / 0.0028 (random features
-0.944); adjusted D_eff(ρ) 10.7 / 7.0 / 6.9 against classification's 11.6 / 11.4 / 11.5,
-D_eff(Q̂) on the test images about 3 against about 36 (on the training sample 1.00 / 1.00 /
-1.01 against 10.4 / 10.3 / 10.5): fewer features than classification, but not two. The features collapse onto one function, the constant merged with the learned
-direction (e₁ overlaps the constant by 0.85): ``docs/findings/scalar_regression.md``.
+Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks). ``--scale paper`` is D's
+setting (ResNet18 k = 64 on the full MNIST, SGD 0.9, lr 0.05, 200 epochs, × 0.2 every 60; an
+accelerator run).
+Expected (seeds 0 / 1 / 2): regression test D_LR 0.0003 / 0.0002 / 0.0028; adjusted D_eff(ρ)
+10.7 / 7.0 / 6.9 against classification's 11.6 / 11.4 / 11.5; D_eff(Q̂) about 3 against about
+36 on the test images (1.00 against 10.4 on the training sample): fewer features than
+classification, but not two. Findings: ``docs/findings/scalar_regression.md``.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Value, measured, rf_reference
-from lrrich.experiments import _data, _measure, _presets
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "scalar-regression"
 DESCRIPTION = "D Fig 12 / T Fig 3.6: scalar-output MNIST regression, D_LR and D_eff = 2, 3 seeds"
@@ -38,14 +35,10 @@ PAPER = {"d_eff_regression": 2.0, "d_eff_classification": 10.0}
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Scalar-regression run settings (D Fig 12: ResNet18 on MNIST; T Fig 3.6).
+    """Scalar-regression settings (D Fig 12: ResNet18 on MNIST; T Fig 3.6).
 
-    Small scale: a ReLU MLP 784-256-256-256 (the thesis's 4-layer FCN, T Fig 6.3) on the 4,000 mnist5k training digits, Adam lr 1e-3,
-    30 epochs, batch 128, trained once with a scalar output (regression) and once with 10
-    (classification). Deviation from the paper: an MLP instead of ResNet18, 4,000 instead of
-    60,000 digits (CPU budget). Shared training fields:
-    :class:`~lrrich.experiments._presets.ImageTraining`; ``seeds``:
-    :class:`~lrrich.experiments._presets.Seeds`.
+    Small-scale deviations: a ReLU MLP 784-256-256-256 (the thesis's 4-layer FCN, T Fig 6.3)
+    instead of ResNet18, on the 4,000 mnist5k digits instead of 60,000; Adam lr 1e-3, 30 epochs.
 
     Attributes:
       model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
@@ -70,19 +63,10 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 
 SCALES = {
     "small": Config(),
-    "paper": _presets.paper_scale(
-        Config,
-        "mnist",
-        model="resnet18",
-        augment="none",
-        optimizer="sgd",
-        lr=0.05,
-        momentum=0.9,
-        epochs=200,
-        schedule="step",
-        step_every_epochs=60,
-    ),
-}
+    "paper": _presets.paper_scale(Config, "mnist", model="resnet18", augment="none",
+                                  optimizer="sgd", lr=0.05, momentum=0.9, epochs=200,
+                                  schedule="step", step_every_epochs=60),
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -96,8 +80,8 @@ def run(config: Config, run_dir: Path) -> dict:
         per_seed.append({task: _train(cfg, task, sub / task) for task in tasks})
     summary = {"seeds": len(seeds)}
     for task in tasks:
-        for key in ("dlr", "d_eff_rho", "d_eff_util", "test_acc", "dlr_rank"):
-            summary[f"{key}_{task}"] = float(np.mean([r[task][key] for r in per_seed]))
+        means = _seeds.seed_mean([r[task] for r in per_seed], _SUMMARY)
+        summary |= {f"{k}_{task}": v for k, v in means.items()}
     return {
         "summary": summary,
         "per_seed": [
@@ -109,46 +93,31 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
+_SUMMARY = ("dlr", "d_eff_rho", "d_eff_util", "test_acc", "dlr_rank")
 _SCALARS = (
-    "dlr",
-    "dlr_rank",
-    "d_eff_rho",
-    "d_eff_util",
-    "d_eff_rho_all",
-    "d_eff_util_train",
-    "cum_util_2",
-    "rho2_rel",
-    "rho3_rel",
-    "test_acc",
-    "e1_constant_overlap",
-)
+    "dlr dlr_rank d_eff_rho d_eff_util d_eff_rho_all d_eff_util_train cum_util_2 rho2_rel "
+    "rho3_rel test_acc e1_constant_overlap"
+).split()
 
 
 def _train(config: Config, task: str, run_dir: Path) -> dict:
     """One network on ``task``; the final measures on the test images and its D_LR curve."""
+    from lrrich.trainer import train
     from metrics import dlr_with_rank, feature_decomposition
-    from nets import as_regression, train
+    from nets import as_regression
 
     data = _data.load_data(config, config.model)
-    if task == "regression":
-        data = as_regression(data)
-    model = _data.build_model(
-        config.model, data, width=config.width, depth=config.depth, seed=config.seed
-    )
+    data = as_regression(data) if task == "regression" else data
+    net = dict(width=config.width, depth=config.depth, seed=config.seed)
+    model = _data.build_model(config.model, data, **net)
     init_dlr = _measure.init_baseline(model, data)
     tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
     model, hist = train(
-        model,
-        data,
-        tc,
-        key=jax.random.key(config.seed),
-        log_every=max(total // config.log_points, 1),
-        eval_size=min(1024, len(data.x_test)),
-        metric_splits=("test",),
-        run_dir=run_dir,
-        progress=True,
-    )
+        model, data, tc, key=jax.random.key(config.seed),
+        log_every=max(total // config.log_points, 1), eval_size=min(1024, len(data.x_test)),
+        metric_splits=("test",), run_dir=run_dir, progress=True,
+    )  # fmt: skip
     phi_tr, out_tr = _measure.forward(model, data.x_train, config.output_scale)
     phi_te, out_te = _measure.forward(model, data.x_test, config.output_scale)
     if task == "regression":
@@ -179,12 +148,7 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
         "n_test": int(len(data.x_test)),
         "n_features": int(phi_te.shape[1]),
         "num_outputs": int(out_te.shape[1]),
-        "decomposition": {
-            "cum_quality": np.asarray(fd.cum_quality).tolist(),
-            "cum_utilization": np.asarray(fd.cum_utilization).tolist(),
-            "relative_intensity": np.asarray(fd.relative_intensity).tolist(),
-            "dlr": float(fd.dlr),
-        },
+        "decomposition": _measure.decomposition(fd),
         "history": {k: hist.column(k).tolist() for k in ("epoch", "dlr_test")},
     }
 
@@ -199,49 +163,24 @@ _NYSTROM = (
     "test images"
 )
 CLAIMS = (
-    Claim(
-        "dlr-rich",
-        "D App. D.3 Fig 12",
-        _QUOTE,
-        "test D_LR, scalar regression (C = 1): the MF regime",
-        "test",
-        Below("dlr_regression", MF_BOUNDARY),
-        paper=f"rich (< {MF_BOUNDARY:g}, T Definition 2)",
-        dlr=("dlr_regression",),
-    ),
-    Claim(
-        "d-eff-rho-two",
-        "D App. D.3 Fig 12",
-        _QUOTE,
-        "adjusted D_eff(ρ), scalar regression: 2 (the constant and one more); direction: "
-        "fewer than classification's",
-        "test",
-        Value(
-            "d_eff_rho_regression",
-            2.0,
-            "d_eff",
-            direction=Less("d_eff_rho_regression", "d_eff_rho_classification"),
-        ),
-        paper="2",
-        note=_NYSTROM,
-    ),
-    Claim(
-        "d-eff-util-two",
-        "D App. D.3 Fig 12",
-        _QUOTE,
-        "D_eff(Q̂) of the utilization, scalar regression: 2; direction: fewer than classification's",
-        "test",
-        Value(
-            "d_eff_util_regression",
-            2.0,
-            "d_eff",
-            direction=Less("d_eff_util_regression", "d_eff_util_classification"),
-        ),
-        paper="2",
-        note=f"{_NYSTROM}; each of the p features adds a floor of ~1/m there "
-        "(docs/findings/scalar_regression.md: on the training sample it reads 1.00)",
-    ),
-)
+    Claim("dlr-rich", "D App. D.3 Fig 12", _QUOTE,
+          "test D_LR, scalar regression (C = 1): the MF regime", "test",
+          Below("dlr_regression", MF_BOUNDARY), paper=f"rich (< {MF_BOUNDARY:g}, T Definition 2)",
+          dlr=("dlr_regression",)),
+    Claim("d-eff-rho-two", "D App. D.3 Fig 12", _QUOTE,
+          "adjusted D_eff(ρ), scalar regression: 2 (the constant and one more); direction: "
+          "fewer than classification's", "test",
+          Value("d_eff_rho_regression", 2.0, "d_eff",
+                direction=Less("d_eff_rho_regression", "d_eff_rho_classification")),
+          paper="2", note=_NYSTROM),
+    Claim("d-eff-util-two", "D App. D.3 Fig 12", _QUOTE,
+          "D_eff(Q̂) of the utilization, scalar regression: 2; direction: fewer than classification's",
+          "test",
+          Value("d_eff_util_regression", 2.0, "d_eff",
+                direction=Less("d_eff_util_regression", "d_eff_util_classification")),
+          paper="2", note=f"{_NYSTROM}; each of the p features adds a floor of ~1/m there "
+          "(docs/findings/scalar_regression.md: on the training sample it reads 1.00)"),
+)  # fmt: skip
 """D App. D.3's claim about the scalar-regression network, read on the test images."""
 
 
@@ -253,7 +192,7 @@ def _measured(per_seed: list[dict], config: Config) -> dict:
     rank = max(r["dlr_rank"] for r in reg)
     return measured(
         {f"{k}_{t}": [r[t][k] for r in per_seed] for t in tasks for k in keys},
-        seeds=[config.seed + i for i in range(len(per_seed))],
+        seeds=_presets.seed_list(config),
         dataset=f"{config.dataset} ({reg[0]['n_test']:,} test images)",
         scale=f"{config.model.upper()} width {config.width}"
         + (f" x{config.depth}" if config.model == "mlp" else "")
@@ -284,12 +223,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         h = r["history"]
         ax.plot(h["epoch"], h["dlr_test"], "o-", ms=3, label=f"{task} (C = {r['num_outputs']})")
     ax.axhline(MF_BOUNDARY, color="grey", lw=0.8, ls="--")
-    ax.set(
-        xlabel="epoch",
-        ylabel="D_LR (test)",
-        ylim=(0, 1),
-        title="scalar regression vs classification",
-    )
+    ax.set(xlabel="epoch", ylabel="D_LR (test)", ylim=(0, 1))
+    ax.set_title("scalar regression vs classification")
     ax.legend(fontsize=8)
     paths = [save_figure(fig, run_dir / "scalar_regression_dlr.png")]
     fig = plot_feature_decomposition({t: r["decomposition"] for t, r in points.items()})

@@ -1,25 +1,21 @@
-"""K Fig 1(b) at reduced size: scale τ × geometry δ sweep of a ReLU student learning a ReLU teacher.
+"""K Fig 1(b): scale τ × geometry δ sweep of a ReLU student learning a ReLU teacher.
 
-Setup (Kunin et al. 2024, App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx) with w*_i ~ Unif(S^{d−1}),
-a*_i ~ Unif{±1}; inputs x ~ Unif(S^{d−1}); student f(x) = Σ_{i≤h} a_i relu(w_iᵀx) with the symmetrised
-base initialisation (w_i ~ Unif(S^{d−1}), a_i = ±1, second half w_{i+h/2} = w_i, a_{i+h/2} = −a_i, so
-f ≡ 0 at t = 0). Each (τ, δ) rescales the base init: w_i → (τ/α) w_i, a_i → τα a_i with
-δ = τ²(α² − α^{−2}) (the per-neuron conserved quantity), i.e. α² = (δ/τ² + √(δ²/τ⁴ + 4))/2.
-Training: full-batch gradient descent on the mean square loss ½·(1/n)Σ(f − y)² with learning rate
-``lr_scale/τ²`` for ``steps`` steps (``sims.piecewise_linear.solve`` with ``method="euler"``).
-Recorded: test loss on held-out data, kernel distance S(0, t) = 1 − ⟨K0, Kt⟩/(‖K0‖‖Kt‖) of the
-training-set NTK, Hamming distance of activation patterns, and training loss.
+Setup (K App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx) with w*_i ~ Unif(S^{d−1}),
+a*_i ~ Unif{±1}; inputs x ~ Unif(S^{d−1}); student f(x) = Σ_{i≤h} a_i relu(w_iᵀx) from the
+symmetrised base initialisation (w_i ~ Unif(S^{d−1}), a_i = ±1, w_{i+h/2} = w_i,
+a_{i+h/2} = −a_i, so f ≡ 0 at t = 0). Each (τ, δ) rescales it: w_i → (τ/α) w_i, a_i → τα a_i with
+δ = τ²(α² − α^{−2}) the per-neuron conserved quantity. Full-batch gradient descent on
+½·(1/n)Σ(f − y)² at learning rate ``lr_scale/τ²`` (``sims.piecewise_linear.solve``, Euler).
+Read: held-out test loss, the kernel distance S(0, t) = 1 − ⟨K₀, K_t⟩/(‖K₀‖‖K_t‖) of the
+training-set NTK, the Hamming distance of activation patterns and the training loss.
+Paper: lazy (S ≈ 0, high test loss) at large τ; rich at small τ; the smallest test loss and
+fastest kernel movement at small τ and large positive δ (upstream).
 
-Command: ``lrrich run teacher-student --out runs/ts`` (small: d = 20, h = 50, n = 200, 6 τ × 5 δ
-grid, 3 seeds vmapped together, 4000 GD steps; ``lrrich list`` shows the recorded run's wall
-time and machine). Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5
-in every seed (downstream 4.2e-3, lazy τ = 2 6.4e-3); kernel distance 0.224 (small τ, upstream)
-vs 4.0e-4 (τ = 2, balanced).
-Expected (paper): lazy (kernel distance ≈ 0, high test loss) at large τ; rich at small τ;
-smallest test loss and fastest kernel movement at small τ and large positive δ (upstream).
-``--scale paper`` is the paper's size (d = 100, h = 50, k = 3, n = 1000, 10,000 test points, 16
-seeds, lr 5e-3/τ²; K App. D.1). Choices where K is silent: the number of gradient-descent steps
-of Fig 1(b) (10⁵ here) and of grid points (10 log-spaced τ in [0.1, 2] × 11 δ in [−1, 1]).
+Command: ``lrrich run teacher-student`` (d = 20, h = 50, n = 200, 6 τ × 5 δ, 3 seeds vmapped
+together, 4,000 GD steps). ``--scale paper`` is K's size (d = 100, h = 50, k = 3, n = 1000,
+10,000 test points, 16 seeds); choices where K is silent: 10⁵ GD steps and a 10 τ × 11 δ grid.
+Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5 in every seed
+(downstream 4.2e-3, lazy τ = 2 6.4e-3); kernel distance 0.224 upstream vs 4.0e-4 lazy.
 """
 
 from __future__ import annotations
@@ -45,37 +41,29 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Teacher–student sweep; defaults are a CPU-small version of K Fig 1(b)."""
+    """Teacher–student sweep (K App. D.1); the defaults are a CPU-small K Fig 1(b)."""
 
-    seed: int = 0
+    seed: int = 0  # PRNG seed split into the n_seeds draws
     d: int = 20  # input dimension
     h: int = 50  # student width (even: symmetrised init)
     k: int = 3  # teacher width
-    n_train: int = 200
-    n_test: int = 2000
-    taus: tuple[float, ...] = (0.1, 0.18, 0.33, 0.6, 1.1, 2.0)  # log-spaced in [0.1, 2]
-    deltas: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)
-    n_seeds: int = 3
-    steps: int = 4000
+    n_train: int = 200  # training points n
+    n_test: int = 2000  # held-out test points
+    taus: tuple[float, ...] = (0.1, 0.18, 0.33, 0.6, 1.1, 2.0)  # scales τ, log-spaced in [0.1, 2]
+    deltas: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)  # geometries δ
+    n_seeds: int = 3  # teacher / data / init draws, vmapped together
+    steps: int = 4000  # gradient-descent steps
     lr_scale: float = 5e-3  # learning rate lr_scale / τ²
-    n_save: int = 20
+    n_save: int = 20  # saved points along each trajectory
 
 
 SCALES = {
     "small": Config(),
-    "paper": Config(
-        d=100,
-        h=50,
-        k=3,
-        n_train=1000,
-        n_test=10000,
-        taus=tuple(float(v) for v in np.geomspace(0.1, 2.0, 10)),
-        deltas=tuple(float(v) for v in np.linspace(-1.0, 1.0, 11)),
-        n_seeds=16,
-        steps=100_000,
-        n_save=100,
-    ),
-}
+    "paper": Config(d=100, h=50, k=3, n_train=1000, n_test=10000,
+                    taus=tuple(float(v) for v in np.geomspace(0.1, 2.0, 10)),
+                    deltas=tuple(float(v) for v in np.linspace(-1.0, 1.0, 11)),
+                    n_seeds=16, steps=100_000, n_save=100),
+}  # fmt: skip
 
 
 def _sphere(key, shape):
@@ -125,15 +113,14 @@ def _train(tau, delta, X, y, Xt, yt, a_base, W_base, cfg: Config):
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Sweep (seed, τ, δ) with vmaps; returns per-(τ, δ) curves averaged over seeds."""
+    """Sweep (seed, τ, δ) with vmaps; per-(τ, δ) curves averaged over seeds."""
     cfg = config
     if cfg.h % 2:
         raise ValueError(f"h must be even for the symmetrised initialisation, got {cfg.h}")
     if cfg.steps % cfg.n_save:
         raise ValueError(f"steps ({cfg.steps}) must be a multiple of n_save ({cfg.n_save})")
-    taus = jnp.asarray(cfg.taus)
-    deltas = jnp.asarray(cfg.deltas)
-    tt, dd = (v.ravel() for v in jnp.meshgrid(taus, deltas, indexing="ij"))
+    grid = jnp.meshgrid(jnp.asarray(cfg.taus), jnp.asarray(cfg.deltas), indexing="ij")
+    tt, dd = (v.ravel() for v in grid)
 
     def per_seed(key):
         X, y, Xt, yt, a_b, W_b = _problem(key, cfg)
@@ -144,19 +131,18 @@ def run(config: Config, run_dir: Path) -> dict:
     shape = (len(cfg.taus), len(cfg.deltas), cfg.n_save + 1)
     mean = {k: np.asarray(v).mean(axis=0).reshape(shape) for k, v in out.items()}
     final = {k: v[..., -1] for k, v in mean.items() if k != "time"}
-    i_best = np.unravel_index(np.argmin(final["test_loss"]), final["test_loss"].shape)
+    loss = final["test_loss"]
+    i, j = np.unravel_index(np.argmin(loss), loss.shape)
     summary = {
-        "best_test_loss": float(final["test_loss"][i_best]),
-        "best_tau": float(cfg.taus[i_best[0]]),
-        "best_delta": float(cfg.deltas[i_best[1]]),
-        "test_loss_small_tau_upstream": float(final["test_loss"][0, -1]),
-        "test_loss_small_tau_downstream": float(final["test_loss"][0, 0]),
-        "test_loss_large_tau_balanced": float(final["test_loss"][-1, len(cfg.deltas) // 2]),
-        "kernel_distance_small_tau_upstream": float(final["kernel_distance"][0, -1]),
-        "kernel_distance_large_tau_balanced": float(
-            final["kernel_distance"][-1, len(cfg.deltas) // 2]
-        ),
+        "best_test_loss": float(loss[i, j]),
+        "best_tau": float(cfg.taus[i]),
+        "best_delta": float(cfg.deltas[j]),
+        **{k: float(v) for k, v in _read(loss, final["kernel_distance"], cfg).items()},
         "max_final_train_loss": float(final["train_loss"].max()),
+    }
+    seeds_final = {
+        k: np.asarray(out[k])[..., -1].reshape(cfg.n_seeds, *shape[:2])
+        for k in ("test_loss", "kernel_distance")
     }
     return {
         "summary": summary,
@@ -165,37 +151,35 @@ def run(config: Config, run_dir: Path) -> dict:
         "time_over_tau2": (np.asarray(out["time"])[0, 0] * cfg.taus[0] ** 2).tolist(),
         "final": {k: v.tolist() for k, v in final.items()},
         "curves": {k: v.tolist() for k, v in mean.items() if k != "time"},
-        "measured": _measured(
-            {
-                k: np.asarray(out[k])[..., -1].reshape(cfg.n_seeds, *shape[:2])
-                for k in ("test_loss", "kernel_distance")
-            },
-            cfg,
-        ),
+        "measured": _measured(seeds_final, cfg),
+    }
+
+
+def _read(loss, kd, cfg: Config) -> dict:
+    """The values the claims read from final test loss and kernel distance (…, n_tau, n_delta):
+    the first τ at the largest and smallest δ, the last τ at the middle δ."""
+    mid = len(cfg.deltas) // 2
+    return {
+        "test_loss_small_tau_upstream": loss[..., 0, -1],
+        "test_loss_small_tau_downstream": loss[..., 0, 0],
+        "test_loss_large_tau_balanced": loss[..., -1, mid],
+        "kernel_distance_small_tau_upstream": kd[..., 0, -1],
+        "kernel_distance_large_tau_balanced": kd[..., -1, mid],
     }
 
 
 def _measured(final: dict, cfg: Config) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`).
-
-    ``final``: (n_seeds, n_tau, n_delta) final test loss and kernel distance. Per seed: whether
-    the grid's lowest test loss is at the smallest τ with δ > 0 (1 / 0), and the test loss and
-    kernel distance at the small-τ upstream, small-τ downstream and large-τ balanced points.
-    """
-    loss, kd = np.asarray(final["test_loss"]), np.asarray(final["kernel_distance"])
-    d_up, d_down, d_mid = len(cfg.deltas) - 1, 0, len(cfg.deltas) // 2
+    """The per-seed record the claims read, from the (n_seeds, n_tau, n_delta) final test loss
+    and kernel distance: whether each seed's lowest test loss lies at the smallest τ with δ > 0,
+    and the :func:`_read` values."""
+    loss = np.asarray(final["test_loss"])
     best_at = [np.unravel_index(np.argmin(x), x.shape) for x in loss]
     i_small = int(np.argmin(cfg.taus))
+    best = [float(i == i_small and cfg.deltas[j] > 0) for i, j in best_at]
     return measured(
         {
-            "best_is_small_tau_upstream": [
-                float(i == i_small and cfg.deltas[j] > 0) for i, j in best_at
-            ],
-            "test_loss_small_tau_upstream": loss[:, 0, d_up],
-            "test_loss_small_tau_downstream": loss[:, 0, d_down],
-            "test_loss_large_tau_balanced": loss[:, -1, d_mid],
-            "kernel_distance_small_tau_upstream": kd[:, 0, d_up],
-            "kernel_distance_large_tau_balanced": kd[:, -1, d_mid],
+            "best_is_small_tau_upstream": best,
+            **_read(loss, np.asarray(final["kernel_distance"]), cfg),
         },
         seeds=list(range(cfg.n_seeds)),  # the draws of jax.random.split(PRNGKey(seed))
         dataset=f"ReLU teacher (k = {cfg.k}) on the sphere, d = {cfg.d}, {cfg.n_train} train / "
@@ -211,41 +195,24 @@ _QUOTE = (
     "rich learning happens when both τ is small and δ is large – an upstream initialization. "
     "This initialization also leads to the smallest test loss"
 )
+_UP = "test_loss_small_tau_upstream"
 CLAIMS = (
-    Claim(
-        "lowest-test-loss",
-        "K Fig 1(b)",
-        _QUOTE,
-        "the grid's lowest final test loss: at the smallest τ with δ > 0 (upstream)",
-        "test",
-        Holds("best_is_small_tau_upstream", "the grid minimum of the seed's test loss"),
-        paper="small τ, δ > 0",
-    ),
-    Claim(
-        "test-loss-order",
-        "K Fig 1(b)",
-        _QUOTE,
-        "final test loss: small-τ upstream below small-τ downstream and below large-τ balanced",
-        "test",
-        All(
-            (
-                Less("test_loss_small_tau_upstream", "test_loss_small_tau_downstream"),
-                Less("test_loss_small_tau_upstream", "test_loss_large_tau_balanced"),
-            )
-        ),
-        paper="upstream smallest",
-    ),
-    Claim(
-        "kernel-distance",
-        "K Fig 1(b)",
-        _QUOTE,
-        "kernel distance S(0, t) of the training-set NTK (the paper's measure of rich learning "
-        "is read on the training inputs): small-τ upstream (rich) above large-τ balanced (lazy)",
-        "train",
-        Less("kernel_distance_large_tau_balanced", "kernel_distance_small_tau_upstream"),
-        paper="rich (moves) vs lazy (stays)",
-    ),
-)
+    Claim("lowest-test-loss", "K Fig 1(b)", _QUOTE,
+          "the grid's lowest final test loss: at the smallest τ with δ > 0 (upstream)", "test",
+          Holds("best_is_small_tau_upstream", "the grid minimum of the seed's test loss"),
+          paper="small τ, δ > 0"),
+    Claim("test-loss-order", "K Fig 1(b)", _QUOTE,
+          "final test loss: small-τ upstream below small-τ downstream and below large-τ balanced",
+          "test", All((Less(_UP, "test_loss_small_tau_downstream"),
+                       Less(_UP, "test_loss_large_tau_balanced"))),
+          paper="upstream smallest"),
+    Claim("kernel-distance", "K Fig 1(b)", _QUOTE,
+          "kernel distance S(0, t) of the training-set NTK (the paper's measure of rich learning "
+          "is read on the training inputs): small-τ upstream (rich) above large-τ balanced (lazy)",
+          "train",
+          Less("kernel_distance_large_tau_balanced", "kernel_distance_small_tau_upstream"),
+          paper="rich (moves) vs lazy (stays)"),
+)  # fmt: skip
 """K Fig 1(b) over the ``n_seeds`` teacher / data / init draws."""
 
 
@@ -256,11 +223,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     from lrrich.io import save_figure
 
     taus, deltas = np.asarray(results["taus"]), np.asarray(results["deltas"])
-    panels = [
-        ("test_loss", "test loss", True),
-        ("kernel_distance", "kernel distance S(0, T)", False),
-        ("hamming_distance", "Hamming distance", False),
-    ]
+    panels = [("test_loss", "test loss", True), ("kernel_distance", "kernel distance S(0, T)", False),
+              ("hamming_distance", "Hamming distance", False)]  # fmt: skip
     fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), layout="constrained")
     for ax, (key, title, log) in zip(axes, panels, strict=True):
         val = np.asarray(results["final"][key])
@@ -268,9 +232,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         im = ax.imshow(img, origin="lower", aspect="auto", cmap="viridis")
         ax.set_xticks(range(len(deltas)), [f"{v:g}" for v in deltas])
         ax.set_yticks(range(len(taus)), [f"{v:.2g}" for v in taus])
-        ax.set_xlabel("δ (geometry)")
-        ax.set_ylabel("τ (scale)")
-        ax.set_title(("log10 " if log else "") + title)
+        ax.set(xlabel="δ (geometry)", ylabel="τ (scale)", title=("log10 " if log else "") + title)
         fig.colorbar(im, ax=ax)
     fig.suptitle("ReLU teacher–student (K Fig 1b, reduced size)")
     return [save_figure(fig, Path(run_dir) / "teacher_student_heatmaps.png")]

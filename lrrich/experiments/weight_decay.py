@@ -1,30 +1,22 @@
 """T Fig 7.2(b): a larger weight decay gives a tighter MF regime (lower D_LR) and better accuracy.
 
-T §7.3 trains ResNet18 on CIFAR-10 with SGD at weight decays λ ∈ {0, 1e-4, 5e-4, 1e-3} and reads
-the test accuracy and κ_CKA = D_LR (T Eq. 2.8–2.9) of each: "a tighter MF regime correlates with
-a larger weight-decay and better performance", "weight decay also flattens the distribution of
-first C eigenvalues", and "the model without weight decay also lies in the MF regime". Here
-ResNet18 (k = ``width``) is trained on real Fashion-MNIST images at ``weight_decays`` × ``seeds``,
-all networks in one :func:`nets.train_many` program, and each is measured on the test set
-(accuracy, D_LR, the feature decomposition's ρ_k/ρ_1).
+T §7.3 trains ResNet18 on CIFAR-10 at weight decays λ ∈ {0, 1e-4, 5e-4, 1e-3}: "a tighter MF
+regime correlates with a larger weight-decay and better performance", and "the model without
+weight decay also lies in the MF regime". Here ResNet18 (k = ``width``) trains at every
+(λ, seed) in one :func:`nets.train_many` program; each network's test accuracy, D_LR
+(κ_CKA, T Eq. 2.8–2.9) and ρ_k/ρ_1 are read on the test set.
 
 **Decision (small scale):** the run is ~370× shorter than T's in summed learning rate (Σ_t η_t =
 3.9 over 210 steps against 1,458 over T's 78,200), so the weight decays are T's 0, 1e-4 and 1e-3
-× 370: the same total decay Σ_t η_t λ (1.46 at T's 1e-3) over the shorter run. ``--scale paper``
-uses T's values and length on CIFAR-10.
+× 370: the same total decay Σ_t η_t λ (1.46 at T's 1e-3).
 
-Command: ``lrrich run weight-decay --out runs/weight-decay`` (ResNet18 k = 4, 1,000 Fashion-MNIST
-training images, 1,000 test, 30 epochs = 210 steps, 3 λ × 3 seeds = 9 networks).
-Runtime: beyond a small scale's 10-minute CPU budget; ``lrrich list`` shows the wall time and
-machine of a recorded run. Measured (seeds 0–2): at 210 steps the ResNet is far from fitting (λ = 0:
-train 56 %, test 50.4 ± 3.2 %, D_LR 0.510 ± 0.009, random features at p = 32: 0.450); λ = 0.037
-gives test 27.7 %, D_LR 0.668; λ = 0.37 collapses to constant outputs (chance accuracy, D_LR
-undefined): the networks do not fit their training set, so this small scale does not test the
-claims (``docs/findings/weight_decay.md``).
-``--scale fit`` trains until the networks fit (ResNet18 k = 16, 4,000 images, 1,860 steps,
-λ ∈ {0, 1e-3, 5e-3, 0.025}, 3 seeds: ~7 min on an H200, hours on a CPU;
-``--set width=4 --set weight_decays=0,0.001,0.005`` is the CPU-sized run of the findings:
-under two hours on a CPU).
+Command: ``lrrich run weight-decay`` (k = 4, 1,000 Fashion-MNIST images, 30 epochs = 210 steps,
+3 λ × 3 seeds). ``--scale fit`` trains until the networks fit (k = 16, 4,000 images, 1,860
+steps, λ up to 0.025: an accelerator run); ``--scale paper`` is T's setting on CIFAR-10.
+Expected (seeds 0–2): at 210 steps the networks are far from a fit (λ = 0: train 56 %, test
+50.4 ± 3.2 %, D_LR 0.510 ± 0.009); λ = 0.37 collapses to constant outputs (chance accuracy,
+D_LR undefined): the claims are not tested at this scale. Findings:
+``docs/findings/weight_decay.md``.
 """
 
 from __future__ import annotations
@@ -35,8 +27,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, measured, rf_reference
-from lrrich.experiments import _data, _measure, _presets, _seeds
+from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, rf_reference
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "weight-decay"
 DESCRIPTION = "T Fig 7.2b: ResNet18 weight-decay sweep, test accuracy and D_LR vs weight decay"
@@ -51,22 +43,18 @@ T_STEPS = 78_200
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Weight-decay sweep (T §2.4, §7.3, Fig 7.2(b)).
+    """Weight-decay sweep (T §2.4, §7.3).
 
-    Paper: ResNet18 (k = 64) on CIFAR-10 (50,000 images, augmentation), SGD lr 0.05, momentum
-    0.9, batch 128, 200 epochs with lr × 0.2 every 60, λ ∈ {0, 1e-4, 5e-4, 1e-3}, MSE on one-hot
-    targets, output scale 1/3 (D App. F.4's CIFAR-10 rows).
-
-    Small-scale deviations: Fashion-MNIST (Debian's IDX files; mnist5k when absent), a
-    class-balanced subset of ``n_train`` images and the first ``n_test`` test images, k = 4, 30
-    epochs (lr × 0.2 every 9), no augmentation, λ × 370 (module docstring). The shared fields
-    are :class:`~lrrich.experiments._presets.ImageTraining`'s.
+    Paper: ResNet18 (k = 64) on CIFAR-10 with augmentation, SGD lr 0.05, momentum 0.9, batch 128,
+    200 epochs with lr × 0.2 every 60, MSE on one-hot targets, output scale 1/3 (D App. F.4).
+    Small-scale deviations: Fashion-MNIST (mnist5k when absent), ``n_train`` images, k = 4, 30
+    epochs, no augmentation, λ × 370 (module docstring).
 
     Attributes:
-      weight_decays: coupled L2 weight decays λ; the first is the reference (0), the last the
-        largest.
-      n_test: test images measured (the first n_test of the test split).
-      step_every_epochs: the step schedule's period (× 0.2).
+      model: the network (T: ``'resnet18'``; the tests use ``'mlp'``).
+      n_test: test images measured (the first ``n_test`` of the test split).
+      step_every_epochs: the step schedule's period (lr × 0.2).
+      weight_decays: coupled L2 weight decays λ, increasing; the claims read the first and last.
     """
 
     dataset: str = "fashion_mnist"
@@ -83,31 +71,17 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 
 SCALES = {
     "small": Config(),
-    # trained until the networks fit (an accelerator run): ResNet18 k = 16 on 4,000 Fashion-MNIST
-    # images, 60 epochs = 1,860 steps (lr × 0.2 every 18), Σ_t η_t = 34.7 (T's 1,458 / 42);
-    # λ from T's largest 1e-3 up to 0.025 (≈ 0.6 × T's 1e-3 × 42, the matched total decay)
-    "fit": Config(
-        width=16,
-        n_train=4000,
-        n_test=2000,
-        epochs=60,
-        step_every_epochs=18,
-        weight_decays=(0.0, 1e-3, 5e-3, 0.025),
-    ),
-    "paper": _presets.paper_scale(
-        Config,
-        "cifar10",
-        model="resnet18",
-        n_test=10_000,
-        epochs=200,
-        step_every_epochs=60,
-        weight_decays=(0.0, 1e-4, 5e-4, 1e-3),
-    ),
-}
+    # until the networks fit: λ up to 0.025 ≈ 0.6 × T's 1e-3 × 42, the matched total decay of a
+    # run 42× shorter than T's in Σ_t η_t
+    "fit": Config(width=16, n_train=4000, n_test=2000, epochs=60, step_every_epochs=18,
+                  weight_decays=(0.0, 1e-3, 5e-3, 0.025)),
+    "paper": _presets.paper_scale(Config, "cifar10", model="resnet18", n_test=10_000, epochs=200,
+                                  step_every_epochs=60, weight_decays=(0.0, 1e-4, 5e-4, 1e-3)),
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train every (λ, seed) in one program; measure accuracy, D_LR and ρ_k/ρ_1 on the test set."""
+    """Train every (λ, seed) in one program; accuracy, D_LR and ρ_k/ρ_1 on the test set."""
     from nets import train_many
 
     wds = tuple(config.weight_decays)
@@ -119,25 +93,16 @@ def run(config: Config, run_dir: Path) -> dict:
     grid = [(wd, s) for wd in wds for s in seeds]
     n = len(data.x_train)
     configs = [_presets.train_config(config, n, weight_decay=wd, schedule="step") for wd, _ in grid]
-    models = [
-        _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=s)
-        for _, s in grid
-    ]
-    # the at-init baseline of each seed (its network is the same at every λ), before training
-    baseline = [_measure.init_baseline(m, data) for m in models[: len(seeds)]]  # λ = wds[0]
+    net = dict(width=config.width, depth=config.depth)
+    models = [_data.build_model(config.model, data, seed=s, **net) for _, s in grid]
+    # each seed's network is the same at every λ: its at-init baseline is the first λ's
+    baseline = [_measure.init_baseline(m, data) for m in models[: len(seeds)]]
     trained, hists = train_many(
-        models,
-        data,
-        configs,
-        [jax.random.key(s) for _, s in grid],
+        models, data, configs, [jax.random.key(s) for _, s in grid],
         log_every=max(config.epochs * (n // configs[0].batch_size) // 10, 1),
-        eval_size=min(1024, config.n_test),
-        metric_splits=("test",),
-        progress=True,
-        # one run after another inside the program (lax.map): on a CPU the vmapped ResNet18 step
-        # of 9 runs had not finished after more CPU time than the whole sequence takes
-        vectorize=False,
-    )
+        eval_size=min(1024, config.n_test), metric_splits=("test",), progress=True,
+        vectorize=False,  # one run after another: the vmapped ResNet18 step is slower on a CPU
+    )  # fmt: skip
     points = {}
     for (wd, seed), model, hist in zip(grid, trained, hists, strict=True):
         res = _measure.measure(model, data, config.output_scale)
@@ -149,14 +114,13 @@ def run(config: Config, run_dir: Path) -> dict:
         sel = [p for p in points.values() if p["weight_decay"] == wd]
         for k in ("dlr", "test_acc", "train_acc", "d_eff_rho"):
             if all(k in p for p in sel):
-                summary[f"{k}_wd{_seeds.tag(wd)}"] = float(np.mean([p[k] for p in sel]))
+                summary[f"{k}_wd{_seeds.tag(wd)}"] = _seeds.seed_mean(sel, [k])[k]
     summary["seeds"] = len(seeds)
+    p = next(iter(points.values()))["n_features"]
     return {
         "summary": summary,
         "points": points,
-        "reference": rf_reference(
-            len(data.x_test), next(iter(points.values()))["n_features"], data.num_classes
-        ),
+        "reference": rf_reference(len(data.x_test), p, data.num_classes),
         "measured": _measured(points, config, data, baseline),
     }
 
@@ -172,41 +136,18 @@ _FITS = tuple(
     for k in ("smallest", "largest")
 )  # fmt: skip
 CLAIMS = (
-    Claim(
-        "dlr-lower",
-        "T Fig 7.2(b)",
-        _QUOTE,
-        "test D_LR at the largest λ below the smallest λ's",
-        "test",
-        Less("dlr_wd_largest", "dlr_wd_smallest"),
-        paper="smaller with larger λ",
-        premise=_FITS,
-        dlr=("dlr_wd_largest", "dlr_wd_smallest"),
-    ),
-    Claim(
-        "acc-higher",
-        "T Fig 7.2(b)",
-        _QUOTE,
-        "test accuracy at the largest λ above the smallest λ's",
-        "test",
-        Less("test_acc_wd_smallest", "test_acc_wd_largest"),
-        paper="higher with larger λ",
-        premise=_FITS,
-    ),
-    Claim(
-        "mf-without-wd",
-        "T §7.3",
-        _QUOTE,
-        "test D_LR at λ = 0 below 0.1 (MF regime)",
-        "test",
-        Below("dlr_no_wd", MF_BOUNDARY),
-        paper="< 0.1",
-        premise=(_FITS[0],),
-        dlr=("dlr_no_wd",),
-    ),
-)
-"""T Fig 7.2(b), read on its converged networks: every claim assumes they fit their training
-set."""
+    Claim("dlr-lower", "T Fig 7.2(b)", _QUOTE, "test D_LR at the largest λ below the smallest λ's",
+          "test", Less("dlr_wd_largest", "dlr_wd_smallest"), paper="smaller with larger λ",
+          premise=_FITS, dlr=("dlr_wd_largest", "dlr_wd_smallest")),
+    Claim("acc-higher", "T Fig 7.2(b)", _QUOTE,
+          "test accuracy at the largest λ above the smallest λ's", "test",
+          Less("test_acc_wd_smallest", "test_acc_wd_largest"), paper="higher with larger λ",
+          premise=_FITS),
+    Claim("mf-without-wd", "T §7.3", _QUOTE, "test D_LR at λ = 0 below 0.1 (MF regime)", "test",
+          Below("dlr_no_wd", MF_BOUNDARY), paper="< 0.1", premise=(_FITS[0],),
+          dlr=("dlr_no_wd",)),
+)  # fmt: skip
+"""T's networks are converged: every claim assumes they fit their training set."""
 
 
 def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict:
@@ -224,10 +165,7 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
     }
     if wds[0] == 0:
         values["dlr_no_wd"] = values["dlr_wd_smallest"]
-    p = next(iter(points.values()))["n_features"]
-    ref = rf_reference(len(data.x_test), p, data.num_classes)
-    dlr_fields = [f for f in values if f.startswith("dlr_")]
-    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = []
     if config.epochs * len(data.x_train) < 0.5 * T_STEPS * config.batch_size:
         deviations.append(
             f"{config.epochs} epochs of {len(data.x_train):,} images against T's 78,200 steps "
@@ -237,16 +175,12 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
         deviations.append(
             f"ResNet18 k = {config.width} on {data.name} instead of k = 64 on CIFAR-10"
         )
-    return measured(
-        values,
-        seeds=seeds,
-        dataset=_data.dataset_text(data),
+    return _seeds.claims_record(
+        values, config, data, p=next(iter(points.values()))["n_features"], baseline=baseline,
         scale=f"{config.model} k = {config.width}, SGD lr {config.lr:g}, {config.epochs} epochs, "
         f"λ {', '.join(_seeds.tag(w) for w in wds)}",
-        baseline={f: baseline for f in dlr_fields},
-        reference={f: ref for f in dlr_fields},
         deviations=deviations,
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
@@ -261,14 +195,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     x = np.arange(len(wds))
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for ax, key, label in ((axes[0], "test_acc", "test accuracy"), (axes[1], "dlr", "test D_LR")):
-        # an undefined D_LR (constant outputs of a collapsed net) came back from JSON as None
-        vals = [
-            [np.nan if p[key] is None else p[key] for p in pts if p["weight_decay"] == w]
-            for w in wds
-        ]
-        for i, vs in enumerate(vals):
-            ax.plot([x[i]] * len(vs), vs, "o", color="grey", ms=3)
-        ax.plot(x, [np.mean(vs) for vs in vals], "s-", color="C0")
+        _plots.seed_dots(ax, x, [[p[key] for p in pts if p["weight_decay"] == w] for w in wds])
         ax.set_xticks(x, [f"{w:g}" for w in wds])
         ax.set(xlabel="weight decay λ", ylabel=label)
     axes[1].axhline(0.1, color="grey", lw=0.8, ls="--")
