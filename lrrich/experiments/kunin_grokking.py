@@ -1,46 +1,30 @@
-"""Time to grokking vs embedding balance α and output scale τ (Kunin et al. 2024, App. D.3, Fig 12).
+"""K App. D.3 / Fig 12: time to grokking against the embedding balance α and the output scale τ.
 
-Kunin et al. (Fig 6d, Fig 12) train a one-layer transformer on modular arithmetic (Power et al.)
-and vary two knobs: the token and position embeddings are divided by α at initialisation
-(α > 1: *upstream*, the first layer learns fastest), and the logits are multiplied by τ with the
-learning rate divided by τ² (Kumar et al.; small τ = richer). They report the steps until the
-training accuracy and until the test accuracy pass 99% over a (α, τ) grid, and find the fastest
-grokking in the *unbalanced rich* corner (large α, small τ).
+K (Fig 6d, Fig 12) trains a one-layer transformer on modular division (Power et al.) over a
+(α, τ) grid: the embeddings ÷α at initialisation (α > 1 *upstream*), the logits ×τ with the
+learning rate ÷τ² (Kumar et al.; small τ richer). It reports the steps until the training and
+the test accuracy pass 99 % and finds the fastest grokking in the *unbalanced rich* corner
+(large α, small τ). Two models (``Config.model``): ``'transformer'`` (paper;
+:class:`nets.Transformer`, one post-LN block, ``embed_std = 1/α``: PyTorch's N(0, 1) embeddings
+÷α) and ``'mlp'`` (small scale; one hidden ReLU layer on one-hot (a ‖ b), whose first layer is
+the embedding of the two tokens: :func:`nets.balance_layers` divides it by α and multiplies the
+readout by α, the function at initialisation unchanged). τ is :class:`nets.TrainConfig`'s
+``output_scale`` with ``lr = lr₀/τ²``.
 
-Two models (``Config.model``):
-
-* ``'transformer'`` (paper): :class:`nets.Transformer` with one post-LN block; α enters as
-  ``embed_std = 1/α`` — PyTorch's N(0, 1) embeddings divided by α, exactly App. D.3.
-* ``'mlp'`` (CPU default): a one-hidden-layer ReLU MLP on one-hot (a ‖ b). Its first layer *is* an
-  embedding of the two input tokens (one-hot × W₁ looks up a column), so α divides it and the
-  readout is multiplied by α (:func:`nets.balance_layers`, Kunin et al. App. D.3's MLP
-  convention) — the function at initialisation is unchanged.
-
-τ is :class:`nets.TrainConfig` ``output_scale`` with ``lr = lr₀/τ²``.
-
-Command: ``lrrich run kunin-grokking --out runs/kunin-grokking`` (small: MLP, p = 97, the grid's
-corners α ∈ {1, 10} × τ ∈ {0.5, 1.5} — the points the two claims read — three seeds,
-6,000 AdamW steps each: minutes on a CPU; ``lrrich list`` shows the wall time and machine of a
-recorded run). Paper scale (an accelerator): ``lrrich run kunin-grokking --scale paper``
-(transformer, 5 × 5 grid, 5 seeds, 30,000 steps). ``--set alphas=0.1,1,10 --set
-taus=0.5,1,1.5 --set n_seeds=1`` is the earlier one-seed 3 × 3 grid (about a third of the small
-scale).
-Expected (small, seeds 0 / 1 / 2): every run fits (t_fit 450–500 steps at τ = 0.5, 1,650–1,900
-at τ = 1.5); the test accuracy then jumps from ~1 % to 99 % (grokking) at t_gen 1,200 / 1,250 /
-1,200 steps for α = 10, τ = 0.5 and 1,450 / 1,300 / 1,300 for α = 1, τ = 0.5, while at τ = 1.5
-only one run of six (α = 1, seed 2: 5,850) groks within the 6,000 steps: τ = 0.5 groks in
-1,283 ± 38 steps against ≥ 5,975 ± 43 at τ = 1.5 (runs beyond the budget counted at it), and
-α = 10 in 1,217 ± 29 against 1,350 ± 87 for α = 1 at τ = 0.5 (gaps of 250 / 50 / 100 steps,
-one to five log intervals). Five seeds (``--set n_seeds=5``, the count the α ordering asks
-for): α = 10 in 1,240 ± 42 against 1,350 ± 71 steps (gaps 250 / 100 / 0 / 150 / 50), τ = 0.5
-in 1,295 ± 33 against ≥ 5,970 ± 67. The multithreaded CPU reductions move single grokking times
-by one log interval between runs of the same seed. The verdicts: ``CLAIMS``, judged in
-``docs/experiments.md``.
+Command: ``lrrich run kunin-grokking`` (MLP, p = 97, the corners α ∈ {1, 10} × τ ∈ {0.5, 1.5}
+that the claims read, three seeds, 6,000 AdamW steps each); ``--scale paper`` is K's transformer
+on the 5 × 5 grid with 5 seeds and 30,000 steps (an accelerator).
+Expected (seeds 0 / 1 / 2): every run fits; at τ = 0.5 the test accuracy jumps from ~1 % to 99 %
+at 1,200 / 1,250 / 1,200 steps for α = 10 and 1,450 / 1,300 / 1,300 for α = 1, while at τ = 1.5
+one run of six groks within the budget: τ = 0.5 groks in 1,283 ± 38 steps against ≥ 5,975 ± 43
+at τ = 1.5. The α gaps are one to five log intervals, so the α ordering asks for five seeds
+(``--set n_seeds=5``: α = 10 in 1,240 ± 42 steps against 1,350 ± 71).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import jax
@@ -62,34 +46,25 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.StepTraining):
-    """Every hyper-parameter of Kunin et al. App. D.3 (paper scale) and the CPU deviations.
+    """K App. D.3 (``SCALES["paper"]``) and the small-scale MLP.
 
-    Paper: modular division mod 97 with half of the 9,312 equations for training, the
-    grokking code base of Power et al. with one transformer layer (d = 128, 4 heads, post-LN),
-    AdamW lr 1e-3, β = (0.9, 0.98), weight decay 1, batch 512, 10 warm-up steps, CE loss;
-    α ∈ {0.1, 0.3, 1, 3, 10}, τ ∈ {0.5, 0.75, 1, 1.25, 1.5}, 5 seeds, at most 30,000 steps;
-    time = first step with accuracy ≥ 99%. **Decision:** the code base's hyper-parameters
-    (not restated in the paper) are those of the reference implementation the D_LR paper used
-    (teddykoker/grokking). Small scale: a one-hidden-layer ReLU MLP of width 256 on one-hot
-    (a ‖ b) instead of the transformer (≈ 20× cheaper per step), lr₀ = 3e-3 (with 1e-3 it does
-    not grok within 6,000 steps), the 2 × 2 corner grid, three seeds, 6,000 steps.
-
-    The optimizer and run-length fields are :class:`~lrrich.experiments._presets.StepTraining`'s
-    (AdamW, β = (0.9, 0.98), weight decay 1, 10 warm-up steps, batch 512). Here ``lr`` is the base
-    learning rate lr₀ at τ = 1, ``steps`` the training budget per run (the "maximal computational
-    budget" m), ``log_every`` the resolution of the times, and ``seed`` the first of the
-    ``n_seeds`` seeds ``seed … seed + n_seeds − 1`` (the data split is fixed).
+    K: modular division mod 97, half of the 9,312 equations for training, Power et al.'s code with
+    one transformer layer (d = 128, 4 heads, post-LN), CE, α ∈ {0.1, 0.3, 1, 3, 10}, τ ∈ {0.5,
+    0.75, 1, 1.25, 1.5}, 5 seeds, at most 30,000 steps, time = first step with accuracy ≥ 99 %.
+    The code base's hyper-parameters (not restated in K) are teddykoker/grokking's, the
+    :class:`~lrrich.experiments._presets.StepTraining` defaults (AdamW, β = (0.9, 0.98), weight
+    decay 1, 10 warm-up steps, batch 512). Here ``lr`` is lr₀ at τ = 1 (small scale 3e-3: with
+    1e-3 the MLP does not grok within 6,000 steps), ``steps`` the budget per run, ``log_every``
+    the resolution of the times and ``seed`` the first seed (the data split is fixed).
 
     Attributes:
       n_seeds: random initialisations per grid point.
-      p: prime modulus.
-      train_fraction: share of the p(p − 1) equations used for training.
-      model: ``'mlp'`` or ``'transformer'``.
-      width: MLP hidden width.
+      p: prime modulus; train_fraction: share of the p(p − 1) equations used for training.
+      model: ``'mlp'`` or ``'transformer'``; width: the MLP's hidden width.
       d_model, num_heads, num_layers: transformer size.
-      alphas: embedding balance α values (first layer ÷α).
+      alphas: embedding balances α (first layer ÷α).
       taus: output scales τ (logits ×τ, lr ÷τ²).
-      threshold: accuracy that counts as fitted / generalised (0.99).
+      threshold: accuracy that counts as fitted / generalised.
     """
 
     n_seeds: int = 3
@@ -123,8 +98,58 @@ SCALES = {
 }
 
 
+def run(config: Config, run_dir: Path) -> dict:
+    """Train every (α, τ, seed); the time-to-fit / time-to-grok grids and seed 0's curves."""
+    from lrrich.trainer import train
+    from nets.data import load
+
+    if min(config.alphas, default=0) <= 0 or min(config.taus, default=0) <= 0:
+        raise ValueError(f"alphas and taus must be non-empty and > 0, got {config}")
+    if config.n_seeds < 1:
+        raise ValueError(f"n_seeds must be ≥ 1, got {config.n_seeds}")
+    encoding = "tokens" if config.model == "transformer" else "onehot"
+    data = load("modular_division", p=config.p, train_fraction=config.train_fraction,
+                encoding=encoding)  # fmt: skip
+    shape = (len(config.alphas), len(config.taus), config.n_seeds)
+    t_fit, t_gen, final_test = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
+    curves = {}
+    grid = itertools.product(
+        enumerate(config.alphas), enumerate(config.taus), range(config.n_seeds)
+    )
+    for (i, alpha), (j, tau), k in grid:
+        seed = config.seed + k
+        tag = f"alpha={alpha:g},tau={tau:g},seed={seed}"
+        model = make_model(config, alpha, seed, data.x_train.shape[1], data.num_classes)
+        _, hist = train(model, data, tau_train_config(config, tau), key=jax.random.key(seed),
+                        log_every=config.log_every, metrics={}, run_dir=run_dir / tag,
+                        checkpoint_every=config.checkpoint_every, resume=True,
+                        progress=True)  # fmt: skip
+        steps = hist.column("step")
+        t_fit[i, j, k] = time_to(steps, hist.column("train_acc"), config.threshold)
+        t_gen[i, j, k] = time_to(steps, hist.column("test_acc"), config.threshold)
+        final_test[i, j, k] = hist.final["test_acc"]
+        if k == 0:
+            curves[tag] = {c: hist.column(c).tolist() for c in ("step", "train_acc", "test_acc")}
+    return {
+        "summary": _summary(t_gen, final_test, config),
+        "grid": {
+            "alphas": list(config.alphas),
+            "taus": list(config.taus),
+            "budget": config.steps,
+            "t_fit": t_fit.tolist(),  # (n_alpha, n_tau, n_seeds), NaN = not within budget
+            "t_gen": t_gen.tolist(),
+            "t_fit_mean": _censored(t_fit, config).mean(axis=2).tolist(),
+            "t_gen_mean": _censored(t_gen, config).mean(axis=2).tolist(),
+            "fraction_grokked": np.mean(~np.isnan(t_gen), axis=2).tolist(),
+            "final_test_acc": final_test.mean(axis=2).tolist(),
+        },
+        "curves": curves,
+        "measured": _measured(t_gen, config),
+    }
+
+
 def make_model(config: Config, alpha: float, seed: int, num_inputs: int, num_classes: int):
-    """The network at embedding balance α (see the module docstring for the two models)."""
+    """The network at embedding balance α (the two models: the module docstring)."""
     from flax import nnx
 
     from nets import MLP, Transformer, balance_layers
@@ -141,8 +166,7 @@ def make_model(config: Config, alpha: float, seed: int, num_inputs: int, num_cla
         )
     if config.model == "mlp":
         mlp = MLP(num_inputs, (config.width,), num_classes, activation="relu", rngs=nnx.Rngs(seed))
-        # Applied to the model (not as TrainConfig.layer_balance) so that one compiled training
-        # program serves every α.
+        # on the model, not TrainConfig.layer_balance: one compiled program serves every α
         return balance_layers(mlp, alpha) if alpha != 1 else mlp
     raise ValueError(f"model must be 'mlp' or 'transformer', got {config.model!r}")
 
@@ -160,55 +184,14 @@ def time_to(steps: np.ndarray, acc: np.ndarray, threshold: float) -> float:
     return float("nan") if step is None else step
 
 
-def run(config: Config, run_dir: Path) -> dict:
-    """Train every (α, τ, seed); returns the time-to-fit / time-to-grok grids and the curves."""
-    from nets import train
-    from nets.data import load
+def _censored(t: np.ndarray, config: Config) -> np.ndarray:
+    """Times with the runs that never reach the threshold counted at the budget (a lower bound)."""
+    return np.where(np.isnan(t), config.steps, t)
 
-    if min(config.alphas, default=0) <= 0 or min(config.taus, default=0) <= 0:
-        raise ValueError(f"alphas and taus must be non-empty and > 0, got {config}")
-    if config.n_seeds < 1:
-        raise ValueError(f"n_seeds must be ≥ 1, got {config.n_seeds}")
-    encoding = "tokens" if config.model == "transformer" else "onehot"
-    data = load(
-        "modular_division", p=config.p, train_fraction=config.train_fraction, encoding=encoding
-    )
-    shape = (len(config.alphas), len(config.taus), config.n_seeds)
-    t_fit, t_gen, final_test = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape)
-    curves = {}
-    for i, alpha in enumerate(config.alphas):
-        for j, tau in enumerate(config.taus):
-            for k in range(config.n_seeds):
-                seed = config.seed + k
-                tag = f"alpha={alpha:g},tau={tau:g},seed={seed}"
-                model = make_model(config, alpha, seed, data.x_train.shape[1], data.num_classes)
-                _, hist = train(
-                    model,
-                    data,
-                    tau_train_config(config, tau),
-                    key=jax.random.key(seed),
-                    log_every=config.log_every,
-                    metrics={},
-                    run_dir=run_dir / tag,
-                    checkpoint_every=config.checkpoint_every,
-                    resume=True,
-                    progress=True,
-                )
-                steps = hist.column("step")
-                t_fit[i, j, k] = time_to(steps, hist.column("train_acc"), config.threshold)
-                t_gen[i, j, k] = time_to(steps, hist.column("test_acc"), config.threshold)
-                final_test[i, j, k] = hist.final["test_acc"]
-                if k == 0:
-                    curves[tag] = {
-                        "step": steps.tolist(),
-                        "train_acc": hist.column("train_acc").tolist(),
-                        "test_acc": hist.column("test_acc").tolist(),
-                    }
 
-    # Mean over seeds with runs that never reach 99% counted at the budget (a lower bound).
-    fit_mean = np.mean(np.where(np.isnan(t_fit), config.steps, t_fit), axis=2)
-    gen_mean = np.mean(np.where(np.isnan(t_gen), config.steps, t_gen), axis=2)
-    grokked = np.mean(~np.isnan(t_gen), axis=2)
+def _summary(t_gen: np.ndarray, final_test: np.ndarray, config: Config) -> dict:
+    """The fastest, the α = τ = 1 and the slowest grid point, and the means over α and τ."""
+    gen_mean = _censored(t_gen, config).mean(axis=2)
     i, j = np.unravel_index(np.argmin(gen_mean), gen_mean.shape)
     a1 = int(np.argmin(np.abs(np.log(np.asarray(config.alphas)))))
     t1 = int(np.argmin(np.abs(np.log(np.asarray(config.taus)))))
@@ -217,39 +200,20 @@ def run(config: Config, run_dir: Path) -> dict:
         "t_gen_fastest": float(gen_mean[i, j]),
         f"t_gen_alpha={config.alphas[a1]:g}_tau={config.taus[t1]:g}": float(gen_mean[a1, t1]),
         "t_gen_slowest": float(gen_mean.max()),
-        "fraction_grokked": float(grokked.mean()),
+        "fraction_grokked": float(np.mean(~np.isnan(t_gen), axis=2).mean()),
         "mean_final_test_acc": float(final_test.mean()),
     }
     for a, alpha in enumerate(config.alphas):
         summary[f"t_gen_alpha={alpha:g}_mean_over_tau"] = float(gen_mean[a].mean())
     for t, tau in enumerate(config.taus):
         summary[f"t_gen_tau={tau:g}_mean_over_alpha"] = float(gen_mean[:, t].mean())
-    return {
-        "summary": summary,
-        "grid": {
-            "alphas": list(config.alphas),
-            "taus": list(config.taus),
-            "budget": config.steps,
-            "t_fit": t_fit.tolist(),  # (n_alpha, n_tau, n_seeds), NaN = not within budget
-            "t_gen": t_gen.tolist(),
-            "t_fit_mean": fit_mean.tolist(),
-            "t_gen_mean": gen_mean.tolist(),
-            "fraction_grokked": grokked.tolist(),
-            "final_test_acc": final_test.mean(axis=2).tolist(),
-        },
-        "curves": curves,
-        "measured": _measured(t_gen, config),
-    }
+    return summary
 
 
 def _measured(t_gen: np.ndarray, config: Config) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`).
-
-    ``t_gen``: (n_alpha, n_tau, n_seeds) steps to 99 % test accuracy, NaN = not within the
-    budget, counted at the budget (a lower bound on the true time, so a censored slow run only
-    understates the gap it stands on).
-    """
-    t = np.where(np.isnan(t_gen), config.steps, t_gen)
+    """The per-seed record the claims read: ``t_gen`` (n_alpha, n_tau, n_seeds) steps to 99 %
+    test accuracy, censored at the budget (a slow run only understates the gap it stands on)."""
+    t = _censored(t_gen, config)
     a_max = int(np.argmax(config.alphas))
     a1 = int(np.argmin(np.abs(np.log(np.asarray(config.alphas)))))
     t_min, t_max = int(np.argmin(config.taus)), int(np.argmax(config.taus))
@@ -265,14 +229,15 @@ def _measured(t_gen: np.ndarray, config: Config) -> dict:
         )
     if config.steps < 30_000:
         deviations.append(f"{config.steps:,} steps per run vs K's 30,000")
+    values = {
+        "t_gen_small_tau": t[:, t_min].mean(0),
+        "t_gen_large_tau": t[:, t_max].mean(0),
+        "t_gen_upstream": t[a_max, t_min],
+        "t_gen_balanced": t[a1, t_min],
+        "small_tau_groks": np.all(np.isfinite(t_gen[:, t_min]), axis=0).astype(float),
+    }
     return measured(
-        {
-            "t_gen_small_tau": t[:, t_min].mean(0),
-            "t_gen_large_tau": t[:, t_max].mean(0),
-            "t_gen_upstream": t[a_max, t_min],
-            "t_gen_balanced": t[a1, t_min],
-            "small_tau_groks": np.all(np.isfinite(t_gen[:, t_min]), axis=0).astype(float),
-        },
+        values,
         seeds=[config.seed + k for k in range(t.shape[2])],
         dataset=f"a / b mod {config.p}, train fraction {config.train_fraction:g}",
         scale=scale,
@@ -333,16 +298,13 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     )
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained")
     for ax, (key, title, cmap) in zip(axes, panels, strict=True):
-        m = np.array(g[key], dtype=float)
-        lims = (0.0, 1.0) if key == "final_test_acc" else (0.0, float(g["budget"]))
-        im = ax.imshow(m, cmap=cmap, origin="lower", aspect="auto", vmin=lims[0], vmax=lims[1])
+        m, acc = np.array(g[key], dtype=float), key == "final_test_acc"
+        hi = 1.0 if acc else float(g["budget"])
+        im = ax.imshow(m, cmap=cmap, origin="lower", aspect="auto", vmin=0.0, vmax=hi)
         for (a, t), v in np.ndenumerate(m):
-            if key == "final_test_acc":
-                text = f"{v:.3f}"
-            else:
-                text = f"≥{v:.0f}" if v >= g["budget"] else f"{v:.0f}"
-            light = (v - lims[0]) / (lims[1] - lims[0]) > 0.6
-            ax.text(t, a, text, ha="center", va="center", fontsize=8, color="k" if light else "w")
+            text = f"{v:.3f}" if acc else f"≥{v:.0f}" if v >= g["budget"] else f"{v:.0f}"
+            color = "k" if v / hi > 0.6 else "w"
+            ax.text(t, a, text, ha="center", va="center", fontsize=8, color=color)
         ax.set_xticks(range(len(taus)), [f"{t:g}" for t in taus])
         ax.set_yticks(range(len(alphas)), [f"{a:g}" for a in alphas])
         ax.set(xlabel="output scale τ (logits ×τ, lr ÷τ²)", title=title)
