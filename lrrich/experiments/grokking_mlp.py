@@ -1,49 +1,29 @@
-"""Grokking in a 4-layer tanh MLP and its removal by the four γ₊-raising fixes (T §6.4.3).
+"""T §6.4.3 Table 6.1 / Fig 6.5: grokking in a 4-layer tanh MLP, removed by the four γ₊-raising fixes.
 
-Thesis §6.4.3, Table 6.1 and Fig 6.5 (= position paper App. H.3, Fig 11): a depth-4, width-512
-tanh MLP trained with MSE on one-hot × target-scale labels, from LeCun weights multiplied by 5,
-fits its 1,000 training images at once but generalises only after a long plateau (grokking).
-Theorem 1 (T Eq. 6.14) says the amplifying, feature-learning dynamics need a large
-γ₊ ≥ S/Σ₀ — a target far from the initial function relative to the weight scale. Each of the four
-fixes raises γ₊ and should remove the delay:
+A depth-4, width-512 tanh MLP trained with MSE on one-hot × S labels from LeCun weights × w fits
+its 1,000 MNIST training images at once but generalises only after a long plateau (T §6.4.3 =
+position paper App. H.3, Fig 11). Theorem 1 (T Eq 6.14) ties the feature-learning dynamics to a
+large γ₊ ≥ S/Σ₀; each fix of Table 6.1 raises γ₊ and should remove the delay: (a) the default
+w = 5, S = 3, input scale s_in = 1, output scale s_out = 1; (b) weight downscaling w = 1; (c)
+target upscaling S = 30; (d) input downscaling s_in = 0.01; (e) output downscaling s_out = 0.1
+(the :class:`nets.TrainConfig` knobs ``weight_scale``, ``target_scale``, ``input_scale``,
+``output_scale``). Each variant records t_fit (training accuracy reaches ``train_threshold``),
+t_gen (test accuracy reaches ``test_fraction`` of the best final one), the generalisation delay
+t_gen − t_fit, and the test D_LR along the way (T Fig 6.4: lazy → rich).
 
-==================  ==============  ============  ===========  ============
-variant             weight scale w  target S      input s_in   output s_out
-==================  ==============  ============  ===========  ============
-default (a)         5               3             1            1
-weight downscaling  **1**           3             1            1
-target upscaling    5               **30**        1            1
-input downscaling   5               3             **0.01**     1
-output downscaling  5               3             1            **0.1**
-==================  ==============  ============  ===========  ============
+Command: ``lrrich run grokking-mlp`` (1,000 mnist5k images, 8,000 of the paper's 16,000 Adam
+steps); ``--scale paper`` draws the 1,000 images from the full MNIST (the [data] extra) and trains
+16,000 steps = T's 2,000 epochs; one seed per run (T states no seed count, D averages at least
+three): ``lrrich sweep grokking-mlp --scale paper --seeds 3``.
+Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and groks
+at 7,800 (delay 7,700); weight / input / output downscaling generalise as they fit (delay 0 / 0 /
+200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the threshold at 2,800
+(delay 2,700).
 
-(w multiplies the initial parameters, S the one-hot targets, s_in the inputs and s_out the network
-output, as the :class:`nets.TrainConfig` knobs ``weight_scale``, ``target_scale``, ``input_scale``
-and ``output_scale``.) For every variant the run records when the training accuracy first reaches
-``train_threshold`` (t_fit), when the test accuracy first reaches the generalisation threshold
-(t_gen) and the **generalisation delay** t_gen − t_fit, plus D_LR of the test features along the
-way (the thesis reads grokking as a lazy/EF → rich/MF transition, Fig 6.4).
-
-Command: ``lrrich run grokking-mlp --out runs/grokking-mlp`` (small: 1,000 real MNIST images
-from ``mnist5k``, the paper's protocol except 8,000 instead of 16,000 Adam steps). Paper scale
-(the 1,000 images drawn from the full MNIST, needs the [data] extra and a prepared TFDS folder,
-16,000 steps = T's 2,000 epochs of ⌈1,000 / 128⌉ = 8 PyTorch steps; one seed per run, T states
-no seed count and D averages at least three: ``lrrich sweep grokking-mlp --scale paper --seeds
-3``): ``lrrich run grokking-mlp --scale paper``.
-
-Choices where T is silent: the last partial batch (full batches of 128, as many steps as
-PyTorch's epochs: ``_presets.paper_steps``); inputs are the raw [0, 1] pixels (T: "flattened
-(vectorized) MNIST", no normalisation stated); initialisation: LeCun-normal weights × w
-(T's words) and zero biases; D_LR is read on the test images.
-Runtime: five variants × 8,000 steps, among the longer small-scale runs; ``lrrich list`` shows
-the recorded run's wall time and machine once one is recorded.
-Expected (seed 0; threshold 87.9 %): the default fits at step 100 with 28 % test accuracy and
-groks at 7,800 (delay 7,700 steps); weight / input / output downscaling generalise as they fit
-(delay 0 / 0 / 200); target upscaling removes the plateau (85.6 % at t_fit) but reaches the
-threshold at 2,800 (delay 2,700). Seeds 0–2 (GPU, docs/findings): delay 7,400 / 7,300 / > 7,900
-at the default, ≤ 0 with weight downscaling in every seed.
-
-Findings: ``docs/findings/grokking_mlp.md``.
+Choices where T is silent: the last partial batch (full batches of 128, as many steps as PyTorch's
+epochs: ``_presets.paper_steps``); inputs are the raw [0, 1] pixels (T: "flattened (vectorized)
+MNIST"); initialisation: LeCun-normal weights × w and zero biases; D_LR is read on the test
+images. Findings: ``docs/findings/grokking_mlp.md``.
 """
 
 from __future__ import annotations
@@ -80,39 +60,24 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.StepTraining):
-    """Every hyper-parameter of T §6.4.3 (paper scale) and the CPU deviations (small scale).
+    """T §6.4.3 (``SCALES["paper"]``); the small scale trains 8,000 of its 16,000 steps.
 
-    Paper (T §6.4.3, position App. H.3): 1,000 MNIST images flattened, MLP depth 4 (three tanh
-    hidden layers of width 512 and the linear readout), LeCun-normal init × w, MSE on one-hot × S,
-    Adam lr 1e-3 with weight decay 1e-4, batch 128, 2,000 epochs (= 16,000 PyTorch steps of
-    ⌈1,000 / 128⌉ = 8 minibatches, the last one short; here 16,000 full batches), Table 6.1
-    scales. **Decisions:** "Adam with weight decay" is PyTorch's ``Adam(weight_decay=…)``
-    (coupled L2, ``optimizer='adam'``); biases start at zero (LeCun init as in Flax); "depth 4"
-    counts the readout. Small scale: 1,000 real MNIST images (a
-    class-balanced subset of ``mnist5k``'s 4,000; its 1,000 fixed test images) and 8,000 steps
-    instead of 16,000 (the default groks by ~7,800 there; ``--set steps=16000`` is the paper's
-    length, ~12 CPU-min); everything else is the paper's.
-
-    The optimizer and run-length fields are :class:`~lrrich.experiments._presets.StepTraining`'s,
-    here Adam (coupled L2) lr 1e-3, weight decay 1e-4, no warm-up, batch 128, 8,000 steps, a log
-    point every 100 steps (the resolution of t_fit, t_gen) and a checkpoint every 2,000 per
-    variant; ``seed`` sets the init (shared by all variants), the data order and the subset.
+    T: Adam lr 1e-3 with weight decay 1e-4 (PyTorch's ``Adam(weight_decay=…)``, coupled L2),
+    batch 128, 2,000 epochs; "depth 4" counts the readout. The optimizer and run-length fields are
+    :class:`~lrrich.experiments._presets.StepTraining`'s (``log_every``: the resolution of t_fit
+    and t_gen); ``seed`` sets the init (shared by the variants), the data order and the subset.
 
     Attributes:
-      dataset: ``'mnist5k'`` (real MNIST, offline), ``'mnist'`` (TFDS, the [data] extra) or
-        ``'digits'`` (8×8 digits, smoke tests).
+      dataset: ``'mnist5k'`` (offline), ``'mnist'`` (TFDS, the [data] extra) or ``'digits'``.
       data_dir: TFDS folder for MNIST (None: ``~/tensorflow_datasets``).
-      n_train: training images (1,000 in the paper).
-      depth: number of linear layers (hidden layers = depth − 1).
-      width: hidden width.
-      activation: hidden nonlinearity.
+      n_train: training images (T: 1,000).
+      depth, width, activation: linear layers (hidden layers + 1), hidden width, nonlinearity.
       weight_scale, target_scale: the default (grokking) w and S of Table 6.1 (a).
-      fixed_weight_scale, fixed_target_scale, fixed_input_scale, fixed_output_scale: the values
-        of Table 6.1 (b)–(e); the default input and output scales are 1.
-      variants: which of ``VARIANTS`` to run (the default must be among them).
-      train_threshold: training accuracy that counts as "fitted" (t_fit).
-      test_fraction: t_gen is the first step whose test accuracy reaches this fraction of the
-        best final test accuracy over the variants (so the threshold adapts to the dataset).
+      fixed_weight_scale, fixed_target_scale, fixed_input_scale, fixed_output_scale: Table 6.1
+        (b)–(e); the default input and output scales are 1.
+      variants: which of ``VARIANTS`` to run (the default among them).
+      train_threshold: training accuracy that counts as fitted (t_fit).
+      test_fraction: t_gen's threshold, a fraction of the best final test accuracy over variants.
     """
 
     dataset: str = "mnist5k"
@@ -154,92 +119,36 @@ SCALES = {
 }
 
 
-def _load(config: Config):
-    if config.dataset not in ("mnist5k", "digits", "mnist"):
-        raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
-    return _data.load_task(
-        config.dataset, n_train=config.n_train, seed=config.seed, data_dir=config.data_dir
-    )  # raw [0, 1] pixels (module docstring)
-
-
-def variant_train_config(config: Config, variant: str):
-    """The :class:`nets.TrainConfig` of ``variant`` (Table 6.1 row) under ``config``."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
-    scales = {
-        "weight_scale": config.weight_scale,
-        "target_scale": config.target_scale,
-        "input_scale": 1.0,
-        "output_scale": 1.0,
-    }
-    for knob in VARIANTS[variant]:
-        scales[knob] = getattr(config, f"fixed_{knob}")
-    return _presets.train_config(config, loss="mse", **scales)
-
-
 def run(config: Config, run_dir: Path) -> dict:
-    """Train every variant from the same init; returns the curves and the delays per variant."""
-    from nets import train
+    """Train every variant from the same init; the curves and the delays per variant."""
+    from lrrich.trainer import train
 
     if "default" not in config.variants:
         raise ValueError(f"variants must include 'default', got {config.variants}")
-    for v in config.variants:
-        if v not in VARIANTS:
-            raise ValueError(f"unknown variant {v!r}; choose from {list(VARIANTS)}")
+    for v in set(config.variants) - set(VARIANTS):
+        raise ValueError(f"unknown variant {v!r}; choose from {list(VARIANTS)}")
     if config.depth < 2:
         raise ValueError(f"depth must be ≥ 2 (hidden layers + readout), got {config.depth}")
-    data = _load(config)
+    if config.dataset not in ("mnist5k", "digits", "mnist"):
+        raise ValueError(f"dataset must be 'mnist5k', 'digits' or 'mnist', got {config.dataset!r}")
+    # raw [0, 1] pixels; LeCun-normal weights and zero biases ("flax" init)
+    data = _data.load_task(config.dataset, n_train=config.n_train, seed=config.seed,
+                           data_dir=config.data_dir)  # fmt: skip
     curves, train_seconds = {}, {}
     for variant in config.variants:
-        model = _data.build_model(
-            "mlp",
-            data,
-            width=config.width,
-            depth=config.depth - 1,
-            seed=config.seed,
-            activation=config.activation,
-            init="flax",  # LeCun normal, zero biases (T §6.4.3)
-        )
-        _, hist = train(
-            model,
-            data,
-            variant_train_config(config, variant),
-            key=jax.random.key(config.seed),
-            log_every=config.log_every,
-            # only dlr_test is read: one 1,000 × 512 D_LR Gram less per log point keeps
-            # logging ≤ 5 % at 100-step resolution over the full train and test sets
-            metric_splits=("test",),
-            run_dir=run_dir / variant,
-            checkpoint_every=config.checkpoint_every,
-            resume=True,
-            progress=True,
-        )
-        curves[variant] = {
-            k: hist.column(k).tolist()
-            for k in ("step", "train_acc", "test_acc", "train_loss", "dlr_test")
-        }
+        tc = variant_train_config(config, variant)
+        model = _data.build_model("mlp", data, width=config.width, depth=config.depth - 1,
+                                  seed=config.seed, activation=config.activation,
+                                  init="flax")  # fmt: skip
+        # only dlr_test is read: one D_LR Gram less per log point
+        _, hist = train(model, data, tc, key=jax.random.key(config.seed),
+                        log_every=config.log_every, metric_splits=("test",),
+                        run_dir=run_dir / variant, checkpoint_every=config.checkpoint_every,
+                        resume=True, progress=True)  # fmt: skip
+        keys = ("step", "train_acc", "test_acc", "train_loss", "dlr_test")
+        curves[variant] = {k: hist.column(k).tolist() for k in keys}
         train_seconds[variant] = hist.train_time + hist.compile_time
-
-    best = max(c["test_acc"][-1] for c in curves.values())
-    threshold = config.test_fraction * best
-    summary: dict = {"test_threshold": threshold}
-    for variant, c in curves.items():
-        steps = np.asarray(c["step"])
-        t_fit = _measure.first_step(steps, np.asarray(c["train_acc"]), config.train_threshold)
-        t_gen = _measure.first_step(steps, np.asarray(c["test_acc"]), threshold)
-        delay = None if t_fit is None or t_gen is None else max(t_gen - t_fit, 0.0)
-        summary[f"t_fit_{variant}"] = t_fit
-        summary[f"t_gen_{variant}"] = t_gen
-        summary[f"delay_{variant}"] = delay
-        summary[f"test_acc_{variant}"] = c["test_acc"][-1]
-        fit_at = int(np.searchsorted(steps, t_fit)) if t_fit is not None else None
-        summary[f"dlr_at_fit_{variant}"] = None if fit_at is None else c["dlr_test"][fit_at]
-        summary[f"test_acc_at_fit_{variant}"] = None if fit_at is None else c["test_acc"][fit_at]
-        summary[f"dlr_final_{variant}"] = c["dlr_test"][-1]
-    fixes = [v for v in config.variants if v != "default"]
-    if fixes:
-        delays = [summary[f"delay_{v}"] for v in fixes]
-        summary["max_delay_fixes"] = None if None in delays else max(delays)
+    summary = _summary(curves, config)
     return {
         "summary": summary,
         "curves": curves,
@@ -248,16 +157,42 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
+def variant_train_config(config: Config, variant: str):
+    """The :class:`nets.TrainConfig` of ``variant`` (Table 6.1 row) under ``config``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
+    scales = {"weight_scale": config.weight_scale, "target_scale": config.target_scale,
+              "input_scale": 1.0, "output_scale": 1.0}  # fmt: skip
+    for knob in VARIANTS[variant]:
+        scales[knob] = getattr(config, f"fixed_{knob}")
+    return _presets.train_config(config, loss="mse", **scales)
+
+
+def _summary(curves: dict, config: Config) -> dict:
+    """t_fit, t_gen, the delay, the test accuracy and D_LR at t_fit and at the end, per variant."""
+    threshold = config.test_fraction * max(c["test_acc"][-1] for c in curves.values())
+    summary: dict = {"test_threshold": threshold}
+    for variant, c in curves.items():
+        steps = np.asarray(c["step"])
+        t_fit = _measure.first_step(steps, np.asarray(c["train_acc"]), config.train_threshold)
+        t_gen = _measure.first_step(steps, np.asarray(c["test_acc"]), threshold)
+        fit_at = None if t_fit is None else int(np.searchsorted(steps, t_fit))
+        summary[f"t_fit_{variant}"] = t_fit
+        summary[f"t_gen_{variant}"] = t_gen
+        summary[f"delay_{variant}"] = None if None in (t_fit, t_gen) else max(t_gen - t_fit, 0.0)
+        summary[f"test_acc_{variant}"] = c["test_acc"][-1]
+        summary[f"dlr_at_fit_{variant}"] = None if fit_at is None else c["dlr_test"][fit_at]
+        summary[f"test_acc_at_fit_{variant}"] = None if fit_at is None else c["test_acc"][fit_at]
+        summary[f"dlr_final_{variant}"] = c["dlr_test"][-1]
+    fixes = [summary[f"delay_{v}"] for v in config.variants if v != "default"]
+    if fixes:
+        summary["max_delay_fixes"] = None if None in fixes else max(fixes)
+    return summary
+
+
 NO_DELAY_STEPS = 200
 """A delay of at most this counts as none: two log intervals of 100 steps, the resolution of
 t_fit and t_gen at every scale's ``log_every``."""
-
-_FIX_QUOTE = (
-    "'Models in Fig. 6.5(b-e) are initialized in richer regimes using these techniques, "
-    "skipping the prolonged overfitting phase and showing no delay in generalization' (T "
-    "§6.4.3); 'All methods remove the delay in generalization' (Fig 6.5)"
-)
-
 
 _PROTOCOL = Premise(
     "every_variant_finished",
@@ -272,7 +207,9 @@ def _fix_claim(variant: str) -> Claim:
     return Claim(
         f"no-delay-{variant.replace('_', '-')}",
         "T §6.4.3 Fig 6.5",
-        _FIX_QUOTE,
+        "'Models in Fig. 6.5(b-e) are initialized in richer regimes using these techniques, "
+        "skipping the prolonged overfitting phase and showing no delay in generalization' (T "
+        "§6.4.3); 'All methods remove the delay in generalization' (Fig 6.5)",
         f"generalisation delay t_gen − t_fit, {variant.replace('_', ' ')} (test accuracy)",
         "test",
         Below(f"delay_{variant}", NO_DELAY_STEPS),
@@ -319,7 +256,7 @@ def _measured(s: dict, config: Config, data) -> dict:
     return measured(
         values,
         seeds=[config.seed],
-        dataset=f"{data.name} ({len(data.x_train):,} train / {len(data.x_test):,} test)",
+        dataset=_data.dataset_text(data),
         scale=f"tanh MLP depth {config.depth} width {config.width}, Adam, {config.steps:,} "
         f"steps, t_gen at {config.test_fraction:.0%} of the best final test accuracy",
         deviations=deviations,
@@ -333,13 +270,12 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     from lrrich.io import save_figure
 
     curves, s = results["curves"], results["summary"]
-    names = list(curves)
     fig, axes = plt.subplots(
-        1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False, layout="constrained"
+        1, len(curves), figsize=(3.2 * len(curves), 3.2), squeeze=False, layout="constrained"
     )
-    for ax, name in zip(axes[0], names, strict=True):
-        c = curves[name]
-        step = np.maximum(np.asarray(c["step"], float), 1.0)
+    fig_dlr, ax_dlr = plt.subplots(figsize=(4.5, 3.2))
+    for ax, (name, c) in zip(axes[0], curves.items(), strict=True):
+        step = np.maximum(np.asarray(c["step"], float), 1.0)  # log-x
         ax.plot(step, c["train_acc"], label="train")
         ax.plot(step, c["test_acc"], label="test")
         ax.axhline(s["test_threshold"], color="gray", ls=":", lw=1)
@@ -347,22 +283,13 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
             if s.get(f"{key}_{name}") is not None:
                 ax.axvline(max(s[f"{key}_{name}"], 1.0), color=color, ls="--", lw=1)
         delay = s.get(f"delay_{name}")
-        ax.set(
-            xscale="log",
-            ylim=(0, 1.02),
-            xlabel="step",
-            title=f"{name}\ndelay {'not reached' if delay is None else f'{delay:.0f}'} steps",
-        )
+        delay = "not reached" if delay is None else f"{delay:.0f}"
+        ax.set(xscale="log", ylim=(0, 1.02), xlabel="step", title=f"{name}\ndelay {delay} steps")
+        ax_dlr.plot(step, c["dlr_test"], label=name)
     axes[0][0].set_ylabel("accuracy")
     axes[0][0].legend(loc="lower right", fontsize=8)
     fig.suptitle("grokking MLP (T Fig 6.5): dashed = t_fit (train ≥ 99%), t_gen (test)", fontsize=9)
+    ax_dlr.set(xscale="log", xlabel="step", ylabel="D_LR (test)", ylim=(0, 1), title="richness")
+    ax_dlr.legend(fontsize=7)
     paths = [save_figure(fig, run_dir / "grokking_mlp.png")]
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    for name in names:
-        c = curves[name]
-        ax.plot(np.maximum(np.asarray(c["step"], float), 1.0), c["dlr_test"], label=name)
-    ax.set(xscale="log", xlabel="step", ylabel="D_LR (test)", ylim=(0, 1), title="richness")
-    ax.legend(fontsize=7)
-    paths.append(save_figure(fig, run_dir / "grokking_mlp_dlr.png"))
-    return paths
+    return paths + [save_figure(fig_dlr, run_dir / "grokking_mlp_dlr.png")]
