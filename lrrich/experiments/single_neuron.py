@@ -1,20 +1,17 @@
 """K Fig 3 and Fig 4: the single hidden neuron f(x) = a wᵀx, exact theory over gradient flow.
 
-Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ, from the same β₀
-(‖β₀‖ = ‖β*‖ = 1, nearly orthogonal), whitened input. Simulation: the raw (a, w) gradient flow of
-½‖X a w − y‖² integrated by :func:`sims.gradient_flow` (solid); theory: :func:`sims.single_neuron.solve`
-(dashed). Fig 4a: the β = a w trajectories of the same flows in the plane. Fig 4b: a rank-one X
-(n = 1, d = 2): the interpolant the flow reaches as δ varies, against the closed form of K Eq. 72
-and the convex program of K Theorem 3.1.
+Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ = a² − ‖w‖², from
+the same β₀ (‖β₀‖ = ‖β*‖ = 1, nearly orthogonal) on whitened input: the raw (a, w) gradient flow
+of ½‖X a w − y‖² integrated by :func:`sims.gradient_flow` (solid) against
+:func:`sims.single_neuron.solve` (K Eq 16–17, dashed). Fig 4a: the β = a w trajectories of the
+same flows. Fig 4b: a rank-one X (n = 1, d = 2): the interpolant the flow reaches as δ varies,
+against the closed form of K Eq 72 and the convex program of K Theorem 3.1.
 
-Command (CPU, under a minute; ``lrrich list`` shows the recorded run's wall time and machine)::
-
-    lrrich run kunin-single-neuron --out runs/kunin-single-neuron
-
-Expected outcome: theory and simulation agree to ~1e-10 (summary ``fig3_max_err_*``); upstream
-(δ ≫ 0) stays lazy (S(0, ∞) ≈ 0), balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0)
-is lazy first and rich later (S rises only after t ≈ |δ|); in Fig 4b the reached interpolant moves
-from the minimum-norm solution (δ ≫ 0) towards the direction of β₀ (δ ≪ 0), matching Eq. 72.
+Command: ``lrrich run kunin-single-neuron`` (one exact computation, no seeds).
+Expected: theory and simulation agree to ~1e-10 (summary ``fig3_max_err_*``); upstream (δ ≫ 0)
+stays lazy (S(0, ∞) ≈ 0), balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0) is lazy
+first and rich later (S rises only after t ≈ |δ|); in Fig 4b the reached interpolant moves from
+the minimum-norm solution (δ ≫ 0) towards the direction of β₀ (δ ≪ 0), as Eq 72 says.
 """
 
 from __future__ import annotations
@@ -39,16 +36,25 @@ DESCRIPTION = (
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Single-neuron figures; defaults are the CPU scale."""
+    """K Fig 3–4; the defaults are the small scale.
+
+    Attributes:
+      seed: PRNG seed of X, y and Fig 4b's rank-one X.
+      deltas: balances δ of Fig 3 / 4a.
+      beta0_angle: angle of β₀ from β*, in units of π (0.5: orthogonal).
+      beta0_norm: ‖β₀‖.
+      n_samples: rows of the whitened X.
+      t_max, n_times: the last time and the number of saved times (log-spaced after t = 0).
+      bias_deltas, bias_beta0_norm, bias_t_max: Fig 4b's δ, ‖β₀‖ and last time.
+    """
 
     seed: int = 0
     deltas: tuple[float, ...] = (-10.0, -1.0, 0.0, 1.0, 10.0)
-    beta0_angle: float = 0.45  # angle of β₀ from β*, in units of π (0.5 = orthogonal)
+    beta0_angle: float = 0.45
     beta0_norm: float = 1.0
-    n_samples: int = 5  # rows of the whitened X
+    n_samples: int = 5
     t_max: float = 100.0
     n_times: int = 120
-    # Fig 4b: rank-one X in d = 2.
     bias_deltas: tuple[float, ...] = (-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0)
     bias_beta0_norm: float = 0.5
     bias_t_max: float = 200.0
@@ -63,26 +69,39 @@ SCALES = {
 }
 
 
-def _init(beta0, delta):
-    """a₀ > 0 and w₀ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1)."""
-    b2 = beta0 @ beta0
-    a0 = jnp.sqrt((jnp.sqrt(delta**2 + 4.0 * b2) + delta) / 2.0)
-    return a0, beta0 / a0
-
-
-def _mu_phi_S(a, w, beta_star, X):
-    nw = jnp.linalg.norm(w, axis=-1)
-    K = sn.ntk(a, w, X)
-    return a * nw, (w @ beta_star) / (nw * jnp.linalg.norm(beta_star)), sn.kernel_distance(K[0], K)
-
-
 def run(config: Config, run_dir: Path) -> dict:
     """Integrate the flows, evaluate the closed forms, and save everything the plots need."""
-    key = jax.random.key(config.seed)
-    d = 2
-    kx, ky, kb = jax.random.split(key, 3)
-    # Whitened data: X with orthonormal columns, y with Xᵀy = β* a unit vector at π/4.
-    X, _ = jnp.linalg.qr(jax.random.normal(kx, (config.n_samples, d)))
+    kx, ky, kb = jax.random.split(jax.random.key(config.seed), 3)
+    fig3 = _trajectories(config, kx, ky)
+    bias, flips = _implicit_bias(config, kb)
+    sim, theory = fig3["sim"], fig3["theory"]
+    reached, X, y = bias["reached"], bias["X"], bias["y"]
+
+    def err(x, y_):
+        return float(jnp.max(jnp.abs(x - y_)))
+
+    summary = {
+        "fig3_max_err_mu": err(theory["mu"], sim["mu"]),
+        "fig3_max_err_phi": err(theory["phi"], sim["phi"]),
+        "fig3_max_err_S": err(theory["S"], sim["S"]),
+        "fig4a_max_err_beta": err(theory["beta"], sim["beta"]),
+        "fig4b_max_err_eq72": err(bias["eq72"], reached),
+        "fig4b_max_err_program": err(bias["program"], reached),
+        "fig4b_max_residual": float(jnp.max(jnp.abs(reached @ X.T - y))),
+        "fig4b_sign_flips": flips,
+    }
+    for dl, s_end in zip(config.deltas, np.asarray(sim["S"][:, -1]), strict=True):
+        summary[f"S_final_delta_{dl:g}"] = float(s_end)
+    record = _measured(summary, config)
+    return {"summary": summary, "measured": record, **fig3, "bias": bias}
+
+
+def _trajectories(config: Config, kx, ky) -> dict:
+    """Fig 3 / 4a: μ, φ, S(0, t) and β(t) of the flow and the closed form, per δ.
+
+    Whitened data: X (n, 2) with orthonormal columns, y with Xᵀy = β* a unit vector at π/4.
+    """
+    X, _ = jnp.linalg.qr(jax.random.normal(kx, (config.n_samples, 2)))
     beta_star = jnp.array([1.0, 1.0]) / jnp.sqrt(2.0)
     noise = jax.random.normal(ky, (config.n_samples,))
     y = X @ beta_star + noise - X @ (X.T @ noise)
@@ -91,93 +110,80 @@ def run(config: Config, run_dir: Path) -> dict:
     t = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-3, config.t_max, config.n_times - 1)])
     deltas = jnp.asarray(config.deltas)
     a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
-
-    sim = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))(
-        a0, w0
-    )
+    flow = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))
+    sim = flow(a0, w0)
     theory = jax.vmap(lambda a, w: sn.solve(a, w, beta_star, t))(a0, w0)
     mu_s, phi_s, S_s = jax.vmap(_mu_phi_S, (0, 0, None, None))(sim["a"], sim["w"], beta_star, X)
     _, _, S_t = jax.vmap(_mu_phi_S, (0, 0, None, None))(theory.a, theory.w, beta_star, X)
-    beta_s = sim["a"][..., None] * sim["w"]
-
-    # Fig 4b: rank-one X (n = 1, d = 2); interpolants {β : Xβ = y} form a line.
-    Xl = jax.random.normal(kb, (1, d))
-    yl = jnp.array([1.0])
-    v = jnp.linalg.svd(Xl)[2][-1]  # unit null vector
-    beta_min = jnp.linalg.pinv(Xl) @ yl
-    bang = jnp.pi * 0.6
-    bias_beta0 = config.bias_beta0_norm * jnp.array([jnp.cos(bang), jnp.sin(bang)])
-    bias_deltas = jnp.asarray(config.bias_deltas)
-    ba0, bw0 = jax.vmap(_init, (None, 0))(bias_beta0, bias_deltas)
-    tb = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-2, config.bias_t_max, 80)])
-    bsim = jax.vmap(
-        lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, tb, (Xl, yl), atol=1e-16)
-    )(ba0, bw0)
-    bpath = bsim["a"][..., None] * bsim["w"]
-    reached = bpath[:, -1]
-    flips = np.asarray(bsim["a"][:, -1] * ba0 < 0)
-    eq72 = jnp.stack(
-        [
-            sn.implicit_bias_1d(Xl, yl, bias_beta0, dl, a_changes_sign=bool(f))
-            for dl, f in zip(bias_deltas, flips, strict=True)
-        ]
-    )
-    program = jnp.stack(
-        [
-            sn.implicit_bias(Xl, yl, bias_beta0, dl, a_changes_sign=bool(f))
-            for dl, f in zip(bias_deltas, flips, strict=True)
-        ]
-    )
-
-    def err(x, y_):
-        return float(jnp.max(jnp.abs(x - y_)))
-
-    summary = {
-        "fig3_max_err_mu": err(theory.mu, mu_s),
-        "fig3_max_err_phi": err(theory.phi, phi_s),
-        "fig3_max_err_S": err(S_t, S_s),
-        "fig4a_max_err_beta": err(theory.beta, beta_s),
-        "fig4b_max_err_eq72": err(eq72, reached),
-        "fig4b_max_err_program": err(program, reached),
-        "fig4b_max_residual": float(jnp.max(jnp.abs(reached @ Xl.T - yl))),
-        "fig4b_sign_flips": int(flips.sum()),
-    }
-    for dl, s_end in zip(config.deltas, np.asarray(S_s[:, -1]), strict=True):
-        summary[f"S_final_delta_{dl:g}"] = float(s_end)
     return {
-        "summary": summary,
-        "measured": _measured(summary, config),
         "t": t,
         "deltas": deltas,
-        "sim": {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": beta_s},
+        "sim": {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": sim["a"][..., None] * sim["w"]},
         "theory": {"mu": theory.mu, "phi": theory.phi, "S": S_t, "beta": theory.beta},
         "beta_star": beta_star,
-        "bias": {
-            "deltas": bias_deltas,
-            "X": Xl,
-            "y": yl,
-            "v": v,
-            "beta_min": beta_min,
-            "beta0": bias_beta0,
-            "paths": bpath,
-            "reached": reached,
-            "eq72": eq72,
-            "program": program,
-            "alpha_reached": (reached - beta_min) @ v,
-            "alpha_eq72": (eq72 - beta_min) @ v,
-        },
     }
+
+
+def _implicit_bias(config: Config, key) -> tuple[dict, int]:
+    """Fig 4b: a rank-one X (n = 1, d = 2), whose interpolants {β : Xβ = y} form a line; the β
+    paths per δ and where they end, K Eq 72 and K Theorem 3.1's program; and how many of the
+    flows change the sign of a."""
+    X, y = jax.random.normal(key, (1, 2)), jnp.array([1.0])
+    v = jnp.linalg.svd(X)[2][-1]  # unit null vector
+    beta_min = jnp.linalg.pinv(X) @ y
+    ang = jnp.pi * 0.6
+    beta0 = config.bias_beta0_norm * jnp.array([jnp.cos(ang), jnp.sin(ang)])
+    deltas = jnp.asarray(config.bias_deltas)
+    a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
+    t = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-2, config.bias_t_max, 80)])
+    flow = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))
+    sim = flow(a0, w0)
+    paths = sim["a"][..., None] * sim["w"]
+    reached = paths[:, -1]
+    flips = np.asarray(sim["a"][:, -1] * a0 < 0)
+    eq72, program = (
+        jnp.stack(
+            [f(X, y, beta0, d, a_changes_sign=bool(s)) for d, s in zip(deltas, flips, strict=True)]
+        )
+        for f in (sn.implicit_bias_1d, sn.implicit_bias)
+    )
+    return {
+        "deltas": deltas,
+        "X": X,
+        "y": y,
+        "v": v,
+        "beta_min": beta_min,
+        "beta0": beta0,
+        "paths": paths,
+        "reached": reached,
+        "eq72": eq72,
+        "program": program,
+        "alpha_reached": (reached - beta_min) @ v,
+        "alpha_eq72": (eq72 - beta_min) @ v,
+    }, int(flips.sum())
+
+
+def _init(beta0, delta):
+    """a₀ > 0 and w₀ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1)."""
+    a0 = jnp.sqrt((jnp.sqrt(delta**2 + 4.0 * (beta0 @ beta0)) + delta) / 2.0)
+    return a0, beta0 / a0
+
+
+def _mu_phi_S(a, w, beta_star, X):
+    """μ = a‖w‖, φ = cos∠(w, β*) and the kernel distance S(0, t) of the NTK on X."""
+    nw = jnp.linalg.norm(w, axis=-1)
+    K = sn.ntk(a, w, X)
+    return a * nw, (w @ beta_star) / (nw * jnp.linalg.norm(beta_star)), sn.kernel_distance(K[0], K)
 
 
 def _measured(summary: dict, config: Config) -> dict:
     """The one exact computation the claims read (:func:`lrrich.claims.measured`)."""
     errs = [summary[f"fig3_max_err_{k}"] for k in ("mu", "phi", "S")]
-    s_end = [summary[f"S_final_delta_{d:g}"] for d in sorted(config.deltas)]
+    s_end = [summary[f"S_final_delta_{d:g}"] for d in sorted(config.deltas)]  # down … upstream
     return measured(
         {
             "theory_flow_error": [max(*errs, summary["fig4a_max_err_beta"])],
             "eq72_error": [summary["fig4b_max_err_eq72"]],
-            # by increasing δ: downstream … upstream
             "S_falls_with_delta": [float(len(s_end) > 1 and np.all(np.diff(s_end) < 0))],
         },
         exact=True,
@@ -227,44 +233,14 @@ CLAIMS = (
 """K Fig 3 and Fig 4 as one exact computation (no seeds, no training noise)."""
 
 
-def _delta_colours(deltas: np.ndarray):
-    """One colour per δ from a map without light shades (visible on white), and the scalar
-    mappable of a colour bar whose ticks are those δ (evenly spaced, whatever their values)."""
-    import matplotlib as mpl
-
-    colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(deltas)))
-    cmap = mpl.colors.ListedColormap(colours)
-    norm = mpl.colors.BoundaryNorm(np.arange(len(deltas) + 1) - 0.5, len(deltas))
-    return colours, mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
-
-
-def _delta_bar(fig, mappable, ax, deltas: np.ndarray, label: str = "δ = a² − ‖w‖² (balance)"):
-    bar = fig.colorbar(mappable, ax=ax, ticks=np.arange(len(deltas)), fraction=0.06, pad=0.02)
-    bar.ax.set_yticklabels([f"{d:g}" for d in deltas])
-    bar.set_label(label)
-    return bar
-
-
-def _style_key(theory: str):
-    """Legend entries saying which line is which (colour is δ, read on the colour bar)."""
-    from matplotlib.lines import Line2D
-
-    return [
-        Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
-        Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}"),
-    ]
-
-
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """K Fig 3 (μ, φ, S vs t) and Fig 4 (β paths; implicit bias vs δ) from the saved results."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    t = np.asarray(results["t"])
-    deltas = np.asarray(results["deltas"])
+    t, deltas = np.asarray(results["t"]), np.asarray(results["deltas"])
     sim, th = results["sim"], results["theory"]
     colors, by_delta = _delta_colours(deltas)
-    paths = []
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     ylabels = (
@@ -276,61 +252,74 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         for i in range(len(deltas)):
             ax.plot(t[1:], np.asarray(sim[key])[i, 1:], color=colors[i], lw=2)
             ax.plot(t[1:], np.asarray(th[key])[i, 1:], "k--", lw=0.9)
-        ax.set_xscale("log")
-        ax.set_xlabel("t (gradient-flow time)")
-        ax.set_ylabel(ylabel)
+        ax.set(xscale="log", xlabel="t (gradient-flow time)", ylabel=ylabel)
     axes[0].legend(handles=_style_key("exact solution (K Eq. 16–17)"), fontsize=7)
     _delta_bar(fig, by_delta, axes[-1], deltas)
     fig.suptitle("K Fig 3: single neuron, simulation (solid) vs exact solution (dashed)")
-    paths.append(io.save_figure(fig, run_dir / "fig3_mu_phi_S.png"))
+    paths = [io.save_figure(fig, run_dir / "fig3_mu_phi_S.png")]
 
-    b = results["bias"]
+    b = {k: np.asarray(v) for k, v in results["bias"].items()}
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
     ax = axes[0]
     for i in range(len(deltas)):
-        bs = np.asarray(sim["beta"])[i]
+        bs, bt = np.asarray(sim["beta"])[i], np.asarray(th["beta"])[i]
         ax.plot(bs[:, 0], bs[:, 1], color=colors[i], lw=2)
-        bt = np.asarray(th["beta"])[i]
         ax.plot(bt[:, 0], bt[:, 1], "k--", lw=0.9)
-    star = np.asarray(results["beta_star"])
-    ax.plot(*star, "k*", ms=12, ls="")
-    ax.set_aspect("equal")
-    ax.set(xlabel="β₁ (first coordinate of β = a w)", ylabel="β₂ (second coordinate)")
+    ax.plot(*np.asarray(results["beta_star"]), "k*", ms=12, ls="")
+    ax.set(
+        aspect="equal", xlabel="β₁ (first coordinate of β = a w)", ylabel="β₂ (second coordinate)"
+    )
     ax.set_title("(a) whitened X: β(t) from the same β₀", fontsize=10)
     star_key = Line2D([], [], color="k", marker="*", ms=10, ls="", label="β* = Xᵀy (target)")
     ax.legend(handles=[*_style_key("exact β(t)"), star_key], fontsize=7)
     _delta_bar(fig, by_delta, ax, deltas)
 
-    ax = axes[1]
-    bdel = np.asarray(b["deltas"])
-    bcol, by_bias_delta = _delta_colours(bdel)
-    X, y, v = np.asarray(b["X"])[0], np.asarray(b["y"])[0], np.asarray(b["v"])
-    bmin = np.asarray(b["beta_min"])
-    along = (np.asarray(b["paths"]).reshape(-1, 2) - bmin) @ v
-    line = bmin[None, :] + np.array([along.min() - 0.2, along.max() + 0.2])[:, None] * v[None, :]
+    ax, bcol = axes[1], _delta_colours(b["deltas"])
+    along = (b["paths"].reshape(-1, 2) - b["beta_min"]) @ b["v"]
+    ends = np.array([along.min() - 0.2, along.max() + 0.2])[:, None]
+    line = b["beta_min"][None, :] + ends * b["v"][None, :]
     ax.plot(line[:, 0], line[:, 1], color="0.55", lw=1, label="Xβ = y (the interpolants)")
-    for i in range(len(bdel)):
-        p = np.asarray(b["paths"])[i]
-        ax.plot(p[:, 0], p[:, 1], color=bcol[i], lw=1.5)
-    eq = np.asarray(b["eq72"])
-    ax.plot(eq[:, 0], eq[:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
-    ax.plot(*np.asarray(b["beta0"]), "ks", ms=5, label="β₀ (start)")
-    ax.plot([], [], color=bcol[len(bdel) // 2], lw=1.5, label="simulation: gradient flow")
-    ax.set_aspect("equal")
-    ax.set(xlabel="β₁", ylabel="β₂")
-    ax.set_title(f"(b) rank-one X = {np.round(X, 2)}, y = {y:g}", fontsize=10)
+    for i, p in enumerate(b["paths"]):
+        ax.plot(p[:, 0], p[:, 1], color=bcol[0][i], lw=1.5)
+    ax.plot(b["eq72"][:, 0], b["eq72"][:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
+    ax.plot(*b["beta0"], "ks", ms=5, label="β₀ (start)")
+    ax.plot([], [], color=bcol[0][len(b["deltas"]) // 2], lw=1.5, label="simulation: gradient flow")
+    ax.set(aspect="equal", xlabel="β₁", ylabel="β₂")
+    ax.set_title(f"(b) rank-one X = {np.round(b['X'][0], 2)}, y = {b['y'][0]:g}", fontsize=10)
     ax.legend(fontsize=7)
-    _delta_bar(fig, by_bias_delta, ax, bdel)
+    _delta_bar(fig, bcol[1], ax, b["deltas"])
 
     ax = axes[2]
-    ax.plot(
-        bdel, np.asarray(b["alpha_reached"]), "o", color="C0", label="simulation: gradient flow"
-    )
-    ax.plot(bdel, np.asarray(b["alpha_eq72"]), "k--", label="theory: K Eq. 72")
-    ax.set_xlabel("δ (balance)")
-    ax.set_ylabel("α = vᵀ(β(∞) − β_min) (position along Xβ = y)")
+    ax.plot(b["deltas"], b["alpha_reached"], "o", color="C0", label="simulation: gradient flow")
+    ax.plot(b["deltas"], b["alpha_eq72"], "k--", label="theory: K Eq. 72")
+    ax.set(xlabel="δ (balance)", ylabel="α = vᵀ(β(∞) − β_min) (position along Xβ = y)")
     ax.set_title("(c) implicit bias vs δ", fontsize=10)
     ax.legend(fontsize=7)
     fig.suptitle("K Fig 4: β = a w trajectories and the interpolant reached")
-    paths.append(io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png"))
-    return paths
+    return paths + [io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png")]
+
+
+def _delta_colours(deltas: np.ndarray):
+    """One colour per δ from a map without light shades, and the mappable of a colour bar whose
+    ticks are those δ (evenly spaced, whatever their values)."""
+    import matplotlib as mpl
+
+    colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(deltas)))
+    norm = mpl.colors.BoundaryNorm(np.arange(len(deltas) + 1) - 0.5, len(deltas))
+    return colours, mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(colours))
+
+
+def _delta_bar(fig, mappable, ax, deltas: np.ndarray):
+    bar = fig.colorbar(mappable, ax=ax, ticks=np.arange(len(deltas)), fraction=0.06, pad=0.02)
+    bar.ax.set_yticklabels([f"{d:g}" for d in deltas])
+    bar.set_label("δ = a² − ‖w‖² (balance)")
+
+
+def _style_key(theory: str):
+    """Legend entries saying which line is which (colour is δ, read on the colour bar)."""
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
+        Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}"),
+    ]
