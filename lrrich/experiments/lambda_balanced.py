@@ -1,21 +1,16 @@
-"""λ-balanced linear networks: sigmoidal → exponential modes as λ grows, and the NTK phase diagram.
+"""P §6.1 / App. G (Theorem G.2, Fig 6a): λ-balanced linear networks turn from sigmoidal to
+exponential modes as λ grows, and from rich to lazy.
 
-Reproduces the position paper's §6.1 / App. G (Theorem G.2, Figure 6a) with the exact solution
-:func:`sims.lambda_balanced.solve`:
+Mode transition: a square network (d = h = c = 3) on Σ_yx = diag(σ) from a small, unaligned
+λ-balanced init; the mode strengths (W₂W₁)_ii/σ_i against t for several λ, the closed form
+:func:`sims.lambda_balanced.solve` (dashed) over plain gradient descent on W₁, W₂ (solid). At
+λ = 0 the modes are sigmoidal and learned one after the other (Saxe); as λ grows they become the
+exponential saturation of a linear model (P Eq 69–70). Phase diagram: the NTK kernel distance
+S(0, t_end) over relative scale λ × absolute scale (:func:`sims.lambda_balanced.phase_diagram`),
+with the final loss. "Absolute scale" is ``balanced_init``'s ``scale`` (the size of the balanced
+part of the weights): the paper's definition was lost in extraction.
 
-1. **Mode transition.** A square network (d = h = c = 3) on Σ_yx = diag(σ), from a small, *unaligned*
-   λ-balanced init. The mode strengths (W₂W₁)_ii/σ_i are plotted against t for several λ: the closed
-   form (dashed) over plain gradient descent on W₁, W₂ (solid, learning rate ``lr``). At λ = 0 the
-   modes are sigmoidal and learned one after the other (Saxe); as λ grows they become the
-   exponential saturation of a linear model (Eq. 69–70).
-2. **Phase diagram.** The NTK kernel distance S(0, t_end) (Fort et al. 2020) over relative scale λ ×
-   absolute scale (:func:`sims.lambda_balanced.phase_diagram`), as a heat map with the final loss.
-   **Decision:** "absolute scale" is the ``scale`` of :func:`sims.lambda_balanced.balanced_init`
-   (the size of the balanced part of the weights); the paper's exact definition was lost in
-   extraction.
-
-Command: ``lrrich run lambda-balanced --out runs/lb`` (under a minute on a CPU; ``lrrich list``
-shows the recorded run's wall time and machine).
+Command: ``lrrich run lambda-balanced`` (one exact computation, no seeds).
 Expected: S ≈ 0.27 along λ = 0 at every absolute scale (rich), S < 0.01 where |λ| ≫ scale² (lazy),
 and gradient descent within 3.6e-3 of the closed form (the O(lr) discretisation error).
 """
@@ -56,13 +51,8 @@ class Config:
 SCALES = {"small": Config(), "paper": Config(n_points=500, lr=2e-4)}
 
 
-def _gradient_descent(W1, W2, sig, lr, n_steps, every):
-    """Plain GD on the raw weights (``lambda_balanced.loss``); W₂W₁ saved every ``every`` steps."""
-    sim = simulate(lb.loss, {"W1": W1, "W2": W2}, sig, lr=lr, n_steps=n_steps, every=every)
-    return sim.params["W2"] @ sim.params["W1"]
-
-
 def run(config: Config, run_dir: Path) -> dict:
+    """The mode strengths, closed form and gradient descent, per λ; the (λ, scale) phase diagram."""
     sig = jnp.diag(jnp.asarray(config.sigmas, dtype=jnp.float64))
     k = len(config.sigmas)
     key = jax.random.key(config.seed)
@@ -72,9 +62,9 @@ def run(config: Config, run_dir: Path) -> dict:
     n_steps = every * config.n_points
     t = jnp.arange(config.n_points + 1) * every * config.lr
     theory = jax.vmap(lambda a, b: lb.solve(a, b, sig, t).network)(*inits)
-    gd = jax.jit(
-        jax.vmap(lambda a, b: _gradient_descent(a, b, sig, config.lr, n_steps, every)),
-    )(*inits)
+    gd = jax.jit(jax.vmap(lambda a, b: _gradient_descent(a, b, sig, config.lr, n_steps, every)))(
+        *inits
+    )
     modes_theory = jnp.diagonal(theory, axis1=-2, axis2=-1) / sig.diagonal()
     modes_gd = jnp.diagonal(gd, axis1=-2, axis2=-1) / sig.diagonal()
     pd = lb.phase_diagram(
@@ -106,6 +96,12 @@ def run(config: Config, run_dir: Path) -> dict:
         "loss": np.asarray(pd.loss),
         "measured": _measured(summary, config),
     }
+
+
+def _gradient_descent(W1, W2, sig, lr, n_steps, every):
+    """Plain GD on the raw weights (``lambda_balanced.loss``); W₂W₁ saved every ``every`` steps."""
+    sim = simulate(lb.loss, {"W1": W1, "W2": W2}, sig, lr=lr, n_steps=n_steps, every=every)
+    return sim.params["W2"] @ sim.params["W1"]
 
 
 def _measured(summary: dict, config: Config) -> dict:
@@ -155,6 +151,7 @@ CLAIMS = (
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
+    """``modes_vs_lambda.png`` (mode strengths vs t per λ) and ``phase_diagram.png``."""
     import matplotlib.pyplot as plt
 
     t = np.asarray(results["t"])
@@ -162,14 +159,14 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     gd = np.asarray(results["modes_gd"])
     lams = results["lams"]
     fig, axes = plt.subplots(1, len(lams), figsize=(3.2 * len(lams), 3.0), sharey=True)
-    for ax, lam, a, b in zip(np.atleast_1d(axes), lams, th, gd, strict=True):
+    axes = np.atleast_1d(axes)
+    for ax, lam, a, b in zip(axes, lams, th, gd, strict=True):
         for i, s in enumerate(results["sigmas"]):
-            (line,) = ax.plot(t, b[:, i], lw=2, alpha=0.6, label=f"σ={s:g} (GD)")
+            ax.plot(t, b[:, i], lw=2, alpha=0.6, label=f"σ={s:g} (GD)")
             ax.plot(t, a[:, i], "--", color="k", lw=1)
-        ax.set_title(f"λ = {lam:g}")
-        ax.set_xlabel("t")
-    np.atleast_1d(axes)[0].set_ylabel("mode strength (W₂W₁)ᵢᵢ / σᵢ")
-    np.atleast_1d(axes)[0].legend(fontsize=7, title="dashed: exact", title_fontsize=7)
+        ax.set(title=f"λ = {lam:g}", xlabel="t")
+    axes[0].set_ylabel("mode strength (W₂W₁)ᵢᵢ / σᵢ")
+    axes[0].legend(fontsize=7, title="dashed: exact", title_fontsize=7)
     paths = [save_figure(fig, Path(run_dir) / "modes_vs_lambda.png")]
 
     lam_grid = np.asarray(results["grid_lams"])
@@ -181,9 +178,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     ):
         z = np.log10(np.maximum(np.asarray(results[key]), 1e-300)).T
         im = ax.pcolormesh(lam_grid, sc, z, shading="nearest", cmap="viridis")
-        ax.set_yscale("log")
-        ax.set_xlabel("relative scale λ")
-        ax.set_ylabel("absolute scale")
+        ax.set(yscale="log", xlabel="relative scale λ", ylabel="absolute scale")
         ax.set_title(label, fontsize=9)
         fig.colorbar(im, ax=ax)
     paths.append(save_figure(fig, Path(run_dir) / "phase_diagram.png"))
