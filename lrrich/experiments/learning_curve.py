@@ -1,29 +1,26 @@
 """D_LR and test error vs training-set size and vs weight decay (D Fig 5, T Fig 7.1, 7.2b).
 
-D Fig 5 / T Fig 7.1: the learning curve of ResNet18 on CIFAR-10 is a power law whose
-exponent steepens at a critical training-set size, where D_LR drops below the MF boundary 0.1 —
-enough data is needed to enter the rich regime. T Fig 7.2(b): a larger weight decay gives a
-tighter MF regime (smaller D_LR) and better accuracy, while the model without weight decay is
-already in the MF regime.
+D Fig 5 / T Fig 7.1: the learning curve of ResNet18 on CIFAR-10 is a power law whose exponent
+steepens at a critical training-set size, where D_LR drops below the MF boundary 0.1 — enough
+data is needed to enter the rich regime. T Fig 7.2(b): a larger weight decay gives a tighter MF
+regime (smaller D_LR) and better accuracy, while the model without weight decay is already in
+the MF regime.
 
-Grid: the product ``n_trains`` × ``weight_decays``, all trained in one run. A sweep sets one
-value of each per run, e.g. ``lrrich sweep learning-curve --grid n_trains=100,400,4000
---grid weight_decays=0,0.001 --seeds 3`` (a one-point run reports the plain keys ``dlr``,
-``test_acc``, …). At paper scale run the weight-decay panel as its own sweep at the full size:
-``lrrich sweep learning-curve --scale paper --grid n_trains=50000 --grid
-weight_decays=0,0.0001,0.0005,0.001``.
+Grid: the product ``n_trains`` × ``weight_decays``, all trained in one run; a sweep sets one value
+of each per run (``lrrich sweep learning-curve --grid n_trains=100,400,4000 --grid
+weight_decays=0,0.001 --seeds 3``; a one-point run reports the plain keys ``dlr``, ``test_acc``,
+…). At paper scale run the weight-decay panel as its own sweep at the full size (``--scale paper
+--grid n_trains=50000 --grid weight_decays=0,0.0001,0.0005,0.001``).
 
-Command: ``lrrich run learning-curve --out runs/lc`` (small: 2-hidden-layer ReLU MLP on
-class-balanced subsets of the 4,000 real mnist5k training images, 14 networks per seed, seeds
-0–2 by default, one after another, so three take about three times one; ``lrrich list`` shows
-the wall time and machine of a recorded run). ``--scale conv``: LeNet-5, minutes per seed;
-``--scale resnet``: ResNet18 with k = 4, roughly ten times LeNet-5's time; ``--scale fcn``:
-T Fig 7.6's FCN (width 512, three hidden layers, weight decay 1e-3).
+Command: ``lrrich run learning-curve --out runs/lc`` (small: a 2-hidden-layer ReLU MLP on
+class-balanced subsets of the 4,000 mnist5k training images, 14 networks per seed, 3 seeds).
+``--scale conv``: LeNet-5; ``--scale resnet``: ResNet18 with k = 4; ``--scale fcn``: T Fig 7.6's
+FCN (width 512, three hidden layers, weight decay 1e-3).
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
-flat from n = 100 (no critical n), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5
-test D_LR 0.359 → 0.181, falling steadily; ResNet18 test D_LR 0.190 →
-0.082, below 0.1 from n = 1,000, 0.067 with λ = 1e-3. Seeds 0–2 at n = 4,000,
-λ = 0: MLP 0.169 ± 0.019; ``--scale fcn`` (λ = 1e-3) 0.115 ± 0.003, above 0.1 in every seed.
+flat from n = 100 (no critical n), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5 0.359 → 0.181,
+falling steadily; ResNet18 0.190 → 0.082, below 0.1 from n = 1,000, 0.067 with λ = 1e-3. Seeds
+0–2 at n = 4,000: MLP 0.169 ± 0.019 (λ = 0); ``--scale fcn`` 0.115 ± 0.003, above 0.1 in every
+seed.
 
 Findings (the MLP's flat curve, training length, the ResNet at small n):
 ``docs/findings/learning_curve.md``.
@@ -49,39 +46,25 @@ PAPER = {
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Learning-curve settings. Paper: D App. F.4 (Fig 5 row), T §2.4 and §7.2–7.3.
+    """Learning-curve settings (D App. F.4, Fig 5 row; T §2.4, §7.2–7.3).
 
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
-    0.9, weight decay 1e-3 (T §2.4; T Fig 7.2(b) also 0, 1e-4, 5e-4), batch 128, 200 epochs
-    with lr × 0.2 every 60, output scale ε = 1/3, CIFAR augmentation.
-
-    Small-scale deviations: real MNIST — class-balanced subsets of the 4,000 ``mnist5k``
-    training images (1,000 test images) — and a 2-hidden-layer ReLU MLP of width 256 instead of
-    CIFAR-10 and ResNet18 (LeNet-5 at lr 0.05 is ``--scale conv``, ~6× the cost per step on a CPU),
-    lr 0.5, 100 epochs at n = 4,000 (3,100 steps; schedule every 40), no augmentation, raw
-    [0, 1] pixels (``normalize='none'``; the paper preset standardises per channel, D App.
-    F.4.2). ``--scale fcn`` is T Fig 7.6's FCN ("FCN of width 512 and depth 4 … reaches the MF
-    regime on MNIST dataset"): **Decision:** "depth 4" read as four weight layers, i.e. three
-    hidden ReLU layers of width 512 (the thesis's "4-layer FCN"), weight decay 1e-3 (T §2.4),
-    otherwise the small protocol. Seeds: ``seeds`` networks per (n, λ) (initialisation and
-    minibatch order ``seed``, ``seed + 1``, …) on the same nested subsets (drawn with
-    ``seed``), trained together (``_seeds.train_seeds``).
+    0.9, weight decay 1e-3 (T Fig 7.2(b) also 0, 1e-4, 5e-4), batch 128, 200 epochs with lr × 0.2
+    every 60, output scale 1/3, CIFAR augmentation. Small-scale deviations: real MNIST
+    (class-balanced subsets of ``mnist5k``) and a 2-hidden-layer ReLU MLP of width 256, lr 0.5,
+    100 epochs at n = 4,000, no augmentation, raw [0, 1] pixels. ``--scale fcn`` reads T Fig 7.6's
+    "FCN of width 512 and depth 4" as four weight layers (**Decision**). The seeds share the
+    nested subsets (drawn with ``seed``).
 
     Attributes:
       model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'``, …
-      n_trains: training-set sizes (class-balanced subsets, nested for one seed).
+      n_trains: training-set sizes (class-balanced subsets, nested).
       weight_decays: coupled L2 weight decays λ (T §2.4 default 1e-3).
-      epochs: training epochs at every n (``matched_steps=False``, D's protocol) or at the
-        largest n (``matched_steps=True``).
-      step_every_epochs: step schedule period, × 0.2 (paper 60 of 200 epochs); with
-        ``matched_steps`` the period at the largest n, scaled with the epochs.
-      matched_steps: ``False``: ``epochs`` epochs at every n, as D trains (200 epochs per n;
-        the ``paper`` preset). ``True``: every n trains the optimizer steps of ``epochs`` epochs
-        at the largest n, i.e. ``epochs × max(n_trains) / n`` epochs. **Deviation:** the small
-        CPU scales keep ``True``: at 100 epochs a 50-image run would take 100 steps against the
-        3,100 of n = 4,000, so its D_LR would mix laziness with a network that has barely moved,
-        and the recorded small-scale curves (docs/findings/learning_curve.md) are at matched
-        steps; ``--set matched_steps=false`` is D's rule.
+      epochs: training epochs at every n, or at the largest n with ``matched_steps``.
+      step_every_epochs: step schedule period, × 0.2 (with ``matched_steps``: at the largest n).
+      matched_steps: every n trains the optimizer steps of ``epochs`` epochs at the largest n
+        (**Deviation** of the CPU scales: a 50-image run would barely move in 100 epochs);
+        ``False`` is D's rule (``epochs`` epochs at every n; the ``paper`` preset).
     """
 
     dataset: str = "mnist5k"
@@ -121,13 +104,9 @@ SCALES = {
 }
 
 
-def _power_law_exponent(n: np.ndarray, err: np.ndarray) -> float:
-    """Least-squares slope of log(test error) vs log(n) (error floored at half an example)."""
-    return float(np.polyfit(np.log(n), np.log(err), 1)[0])
-
-
 def run(config: Config, run_dir: Path) -> dict:
-    """Train one network per (n, λ); summary: D_LR and test accuracy per point, error exponents."""
+    """Train ``seeds`` networks per (n, λ); summary: D_LR and test accuracy per point, error
+    exponents."""
     from nets.data import stratified_order
 
     if not config.n_trains or not config.weight_decays:
@@ -135,80 +114,81 @@ def run(config: Config, run_dir: Path) -> dict:
     full = _data.load_task(
         config.dataset, model=config.model, data_dir=config.data_dir, normalize=config.normalize
     )
-    seeds = _presets.seed_list(config)
     bad = [n for n in config.n_trains if not 1 <= n <= len(full.x_train)]
     if bad:
         raise ValueError(f"n_trains entries must be in [1, {len(full.x_train)}], got {bad}")
-    n_max = max(config.n_trains)
-    # nested class-balanced subsets: the first n of one seeded stratified order
-    order = stratified_order(full.y_train, config.seed)
+    order = stratified_order(full.y_train, config.seed)  # nested subsets: its first n
     points, per_seed, summary = {}, {}, {}
     for wd in config.weight_decays:
         for n in sorted(config.n_trains):
             keep = np.sort(order[:n])
             data = full._replace(x_train=full.x_train[keep], y_train=full.y_train[keep])
-            batch = min(config.batch_size, n)
-            spe = n // batch
-            steps = config.epochs * (
-                n_max // min(config.batch_size, n_max) if config.matched_steps else spe
-            )
-            tc = _presets.train_config(
-                config,
-                len(data.x_train),
-                weight_decay=wd,
-                batch_size=batch,
-                steps=steps,
-                schedule="step",
-                step_every_epochs=max(
-                    1, round(config.step_every_epochs * steps / config.epochs / spe)
-                ),
-            )
             runs = _seeds.train_seeds(
-                config.model,
-                data,
-                tc,
-                seeds=seeds,
-                width=config.width,
-                depth=config.depth,
+                config.model, data, _train_config(config, n, wd),
+                seeds=_presets.seed_list(config), width=config.width, depth=config.depth,
                 run_dir=Path(run_dir) / f"n{n}_wd{_seeds.tag(wd)}",
                 checkpoint_every=config.checkpoint_every,
-            )
+            )  # fmt: skip
             for r in runs:
                 r.update(n_train=n, weight_decay=wd)
                 r.pop("decomposition", None)  # only D_LR and accuracy are plotted here
             label = f"n={n}, wd={_seeds.tag(wd)}"
             per_seed[label] = [_seeds.point_summary(r) for r in runs]
             # the seed mean of each headline number; curves and sizes of the first seed
-            res = {**runs[0], **_seeds.seed_mean(per_seed[label])}
-            points[label] = res
-            summary.update(_seeds.point_summary(res, f"_n{n}_wd{_seeds.tag(wd)}"))
-    pts = list(points.values())
+            points[label] = {**runs[0], **_seeds.seed_mean(per_seed[label])}
+            summary.update(_seeds.point_summary(points[label], f"_n{n}_wd{_seeds.tag(wd)}"))
+    summary = _curve_summary(config, list(points.values()), summary, len(full.x_test))
+    return {
+        "summary": summary,
+        "points": points,
+        "per_seed": per_seed,
+        "measured": _measured(per_seed, points, config, full, max(config.n_trains)),
+    }
+
+
+def _train_config(config: Config, n: int, wd: float):
+    """The training of one point: ``epochs`` epochs of n (or of the largest n, in optimizer
+    steps, with ``matched_steps``), the step schedule's period scaled with them."""
+    n_max = max(config.n_trains)
+    batch = min(config.batch_size, n)
+    spe = n // batch
+    per_epoch = n_max // min(config.batch_size, n_max) if config.matched_steps else spe
+    steps = config.epochs * per_epoch
+    every = max(1, round(config.step_every_epochs * steps / config.epochs / spe))
+    return _presets.train_config(
+        config, n, weight_decay=wd, batch_size=batch, steps=steps, schedule="step",
+        step_every_epochs=every,
+    )  # fmt: skip
+
+
+def _curve_summary(config: Config, pts: list[dict], summary: dict, n_test: int) -> dict:
+    """``summary`` with each λ's error exponent and D_LR at the ends of the curve, and the curves
+    in words (the plain keys of one point when the grid has one)."""
     if len(pts) == 1:
-        summary = _seeds.point_summary(pts[0])
-    elif len(config.n_trains) > 1:
+        return {**_seeds.point_summary(pts[0]), "seeds": config.seeds}
+    n_max, wd0 = max(config.n_trains), config.weight_decays[0]
+    if len(config.n_trains) > 1:
         for wd in config.weight_decays:
             sel = [p for p in pts if p["weight_decay"] == wd]
             n = np.array([p["n_train"] for p in sel], float)
-            err = np.maximum(1 - np.array([p["test_acc"] for p in sel]), 0.5 / len(full.x_test))
-            summary[f"error_exponent_wd{_seeds.tag(wd)}"] = _power_law_exponent(n, err)
+            err = np.maximum(1 - np.array([p["test_acc"] for p in sel]), 0.5 / n_test)
+            # least-squares slope of log(test error) vs log(n), error floored at half an example
+            summary[f"error_exponent_wd{_seeds.tag(wd)}"] = float(
+                np.polyfit(np.log(n), np.log(err), 1)[0]
+            )
             summary[f"dlr_smallest_n_wd{_seeds.tag(wd)}"] = sel[0]["dlr"]
             summary[f"dlr_largest_n_wd{_seeds.tag(wd)}"] = sel[-1]["dlr"]
-        sel = [p for p in pts if p["weight_decay"] == config.weight_decays[0]]
+        sel = [p for p in pts if p["weight_decay"] == wd0]
         summary["D_LR vs n"] = ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel)
-        summary["D_LR vs n"] += f" at λ={_seeds.tag(config.weight_decays[0])}"
+        summary["D_LR vs n"] += f" at λ={_seeds.tag(wd0)}"
     if len(config.weight_decays) > 1:
         sel = [p for p in pts if p["n_train"] == n_max]
         summary["D_LR vs weight decay"] = ", ".join(
             f"{p['dlr']:.3f} (λ={_seeds.tag(p['weight_decay'])})" for p in sel
         )
         summary["D_LR vs weight decay"] += f" at n={n_max}"
-    summary["seeds"] = len(seeds)
-    return {
-        "summary": summary,
-        "points": points,
-        "per_seed": per_seed,
-        "measured": _measured(per_seed, points, config, full, n_max),
-    }
+    summary["seeds"] = config.seeds
+    return summary
 
 
 _N_QUOTE = (
@@ -303,12 +283,11 @@ def _spearman(a, b) -> float:
 
 def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
-    ns, wds = sorted(config.n_trains), sorted(config.weight_decays)
+    ns, wds, wd0 = sorted(config.n_trains), sorted(config.weight_decays), config.weight_decays[0]
 
     def dlr(n, wd):
         return np.array([r["dlr"] for r in per_seed[f"n={n}, wd={_seeds.tag(wd)}"]])
 
-    wd0 = config.weight_decays[0]
     values = {"dlr_largest_n": dlr(n_max, wd0)}
     if len(ns) > 1:
         curves = np.stack([dlr(n, wd0) for n in ns], axis=1)  # (seeds, K)
@@ -320,9 +299,8 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         values["dlr_no_wd"] = dlr(n_max, 0.0)
     p = next(iter(points.values()))["n_features"]
     ref = rf_reference(len(full.x_test), p, full.num_classes)
-    dlr_fields = [f for f in values if f.startswith("dlr_")]
-    dropped = [n for n in ns if n % min(config.batch_size, n)]
     deviations = []
+    dropped = [n for n in ns if n % min(config.batch_size, n)]
     if dropped:
         deviations.append(
             "the last partial batch of each epoch is dropped where the batch does not divide n "
@@ -342,7 +320,7 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         dataset=f"{full.name} (subsets of {len(full.x_train):,} / {len(full.x_test):,} test)",
         scale=f"{config.model} (width {config.width}, depth {config.depth}), {config.epochs} "
         f"epochs, SGD lr {config.lr:g}, λ {', '.join(f'{w:g}' for w in wds)}",
-        reference={f: ref for f in dlr_fields},
+        reference={f: ref for f in values if f.startswith("dlr_")},
         deviations=deviations,
     )
 
@@ -355,9 +333,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     from lrrich.io import save_figure
 
     pts = list(results["points"].values())
-    wds = sorted({p["weight_decay"] for p in pts})
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
-    for wd in wds:
+    for wd in sorted({p["weight_decay"] for p in pts}):
         sel = sorted((p for p in pts if p["weight_decay"] == wd), key=lambda p: p["n_train"])
         n = [p["n_train"] for p in sel]
         axes[0].loglog(n, [max(1 - p["test_acc"], 1e-3) for p in sel], "o-", label=f"λ={wd:g}")
