@@ -23,14 +23,8 @@ _LAYOUT = {"mlp": "flat", "lenet5": "image", "resnet18": "padded", "vgg16": "pad
 
 def load_data(config, model: str):
     """:func:`load_task` of an :class:`~lrrich.experiments._presets.ImageTraining`'s data fields."""
-    return load_task(
-        config.dataset,
-        model=model,
-        n_train=config.n_train,
-        seed=config.seed,
-        data_dir=config.data_dir,
-        normalize=config.normalize,
-    )
+    fields = ("n_train", "seed", "data_dir", "normalize")
+    return load_task(config.dataset, model=model, **{f: getattr(config, f) for f in fields})
 
 
 def load_task(

@@ -30,14 +30,8 @@ from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "encoded-labels"
 DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
-PAPER = {
-    "rich_dlr": 0.0087,
-    "lazy_dlr": 0.63,
-    "rich_test_acc": 0.100,
-    "lazy_test_acc": 0.744,
-    "rich_train_acc": 1.0,
-    "lazy_train_acc": 0.987,
-}
+PAPER = {"rich_dlr": 0.0087, "lazy_dlr": 0.63, "rich_test_acc": 0.100, "lazy_test_acc": 0.744,
+         "rich_train_acc": 1.0, "lazy_train_acc": 0.987}  # fmt: skip
 MODES = (("rich", False), ("lazy", True))
 """Each mode and whether it trains the last layer only."""
 PAPER_STEPS = 46_900
@@ -188,15 +182,13 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
             "--scale matched-steps trains as many steps as the paper"
         )
     return measured(
-        {f: [s[f] for s in per_seed] for f in fields},
-        seeds=[s["seed"] for s in per_seed],
+        {f: [s[f] for s in per_seed] for f in fields}, seeds=[s["seed"] for s in per_seed],
         dataset=_data.dataset_text(data),
         scale=f"MLP 784-{config.width}x{config.depth}-10, {config.optimizer} lr {config.lr:g}, "
         f"{config.epochs} epochs",
         baseline={f"{m}_dlr": [s["init_dlr"] for s in per_seed] for m, _ in MODES},
-        reference={f"{m}_dlr": ref for m, _ in MODES},
-        deviations=deviations,
-    )
+        reference={f"{m}_dlr": ref for m, _ in MODES}, deviations=deviations,
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -160,18 +160,15 @@ def _measured(per_seed: list[dict], baseline: list[float], config: Config, data)
     fields = [f"{r}_{k}" for r in REGIMES for k in ("dlr", "test_acc", "train_acc")]
     ref = rf_reference(len(data.x_test), config.width, data.num_classes)
     return measured(
-        {f: [s[f] for s in per_seed] for f in fields},
-        seeds=[s["seed"] for s in per_seed],
+        {f: [s[f] for s in per_seed] for f in fields}, seeds=[s["seed"] for s in per_seed],
         dataset=_data.dataset_text(data),
         scale=f"MLP 784-{config.width}-{data.num_classes} (ReLU), {config.optimizer} lr "
         f"{config.lr:g}, {config.epochs} epochs",
         baseline={f"{r}_dlr": baseline for r in REGIMES},
         reference={f"{r}_dlr": ref for r in REGIMES},
-        deviations=[
-            "P states the claim without an experiment: D's MNIST MLP protocol with one hidden "
-            "layer (the setting is ours)"
-        ],
-    )
+        deviations=["P states the claim without an experiment: D's MNIST MLP protocol with one "
+                    "hidden layer (the setting is ours)"],
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

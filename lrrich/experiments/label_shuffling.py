@@ -28,12 +28,8 @@ NAME = "label-shuffling"
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER_WEIGHT_DECAY = 1e-3
 """The weight decay of the paper's ResNet18 runs (T §2.4; D's table lost its value)."""
-PAPER = {
-    "dlr_shuffle0": 0.031,
-    "dlr_shuffle100": 0.034,
-    "test_acc_shuffle0": 0.950,
-    "test_acc_shuffle100": 0.095,
-}
+PAPER = {"dlr_shuffle0": 0.031, "dlr_shuffle100": 0.034, "test_acc_shuffle0": 0.950,
+         "test_acc_shuffle100": 0.095}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

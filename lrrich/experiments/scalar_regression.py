@@ -185,11 +185,13 @@ CLAIMS = (
 
 
 def _measured(per_seed: list[dict], config: Config) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
+    """The per-seed record the claims read; D_LR's reference at the measured rank."""
     tasks = list(per_seed[0])
     keys = ("dlr", "d_eff_rho", "d_eff_util", "d_eff_util_train", "test_acc")
     reg = [r["regression"] for r in per_seed]
     rank = max(r["dlr_rank"] for r in reg)
+    ref = rf_reference(reg[0]["n_test"], reg[0]["n_features"], rank, rank_source="measured")
+    deviations = [f"an MLP on {config.dataset} instead of D's ResNet18 on the full MNIST"]
     return measured(
         {f"{k}_{t}": [r[t][k] for r in per_seed] for t in tasks for k in keys},
         seeds=_presets.seed_list(config),
@@ -198,14 +200,8 @@ def _measured(per_seed: list[dict], config: Config) -> dict:
         + (f" x{config.depth}" if config.model == "mlp" else "")
         + f", {config.optimizer} lr {config.lr:g}, {config.epochs} epochs",
         baseline={"dlr_regression": [r["init_dlr"] for r in reg]},
-        reference={
-            "dlr_regression": rf_reference(
-                reg[0]["n_test"], reg[0]["n_features"], rank, rank_source="measured"
-            )
-        },
-        deviations=[]
-        if config.model == "resnet18"
-        else [f"an MLP on {config.dataset} instead of D's ResNet18 on the full MNIST"],
+        reference={"dlr_regression": ref},
+        deviations=[] if config.model == "resnet18" else deviations,
     )
 
 

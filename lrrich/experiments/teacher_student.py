@@ -4,12 +4,10 @@ Setup (K App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx) with w*_i ~ U
 a*_i ~ Unif{±1}; inputs x ~ Unif(S^{d−1}); student f(x) = Σ_{i≤h} a_i relu(w_iᵀx) from the
 symmetrised base initialisation (w_i ~ Unif(S^{d−1}), a_i = ±1, w_{i+h/2} = w_i,
 a_{i+h/2} = −a_i, so f ≡ 0 at t = 0). Each (τ, δ) rescales it: w_i → (τ/α) w_i, a_i → τα a_i with
-δ = τ²(α² − α^{−2}) the per-neuron conserved quantity. Full-batch gradient descent on
+δ = τ²(α² − α^{−2}) the per-neuron conserved quantity; full-batch gradient descent on
 ½·(1/n)Σ(f − y)² at learning rate ``lr_scale/τ²`` (``sims.piecewise_linear.solve``, Euler).
-Read: held-out test loss, the kernel distance S(0, t) = 1 − ⟨K₀, K_t⟩/(‖K₀‖‖K_t‖) of the
-training-set NTK, the Hamming distance of activation patterns and the training loss.
-Paper: lazy (S ≈ 0, high test loss) at large τ; rich at small τ; the smallest test loss and
-fastest kernel movement at small τ and large positive δ (upstream).
+Paper: lazy (training-set NTK distance S(0, t) ≈ 0, high test loss) at large τ, rich at small
+τ; the smallest test loss and fastest kernel movement at small τ and δ > 0 (upstream).
 
 Command: ``lrrich run teacher-student`` (d = 20, h = 50, n = 200, 6 τ × 5 δ, 3 seeds vmapped
 together, 4,000 GD steps). ``--scale paper`` is K's size (d = 100, h = 50, k = 3, n = 1000,
@@ -32,11 +30,8 @@ from sims import piecewise_linear as pl
 
 NAME = "teacher-student"
 DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geometry delta (ReLU)"
-PAPER = {
-    "rich regime": "small tau",
-    "lazy regime": "large tau",
-    "lowest test loss": "small tau, delta > 0 (upstream)",
-}
+PAPER = {"rich regime": "small tau", "lazy regime": "large tau",
+         "lowest test loss": "small tau, delta > 0 (upstream)"}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,21 +79,14 @@ def _problem(key, cfg: Config):
     return X, y, Xt, yt, jnp.concatenate([a, -a]), jnp.concatenate([w, w])
 
 
-def _alpha(tau, delta):
-    """Layer ratio α from δ = τ²(α² − α^{−2})."""
-    r = delta / tau**2
-    return jnp.sqrt((r + jnp.sqrt(r**2 + 4.0)) / 2.0)
-
-
 def _train(tau, delta, X, y, Xt, yt, a_base, W_base, cfg: Config):
     """One student at (τ, δ): GD trajectory → test loss, kernel & Hamming distance, train loss."""
-    alpha = _alpha(tau, delta)
+    r = delta / tau**2
+    alpha = jnp.sqrt((r + jnp.sqrt(r**2 + 4.0)) / 2.0)  # δ = τ²(α² − α^{−2})
     a0, W0 = tau * alpha * a_base, (tau / alpha) * W_base
-    n = X.shape[0]
-    lr = cfg.lr_scale / tau**2
-    t = lr * (cfg.steps // cfg.n_save) * jnp.arange(cfg.n_save + 1)
+    t = cfg.lr_scale / tau**2 * (cfg.steps // cfg.n_save) * jnp.arange(cfg.n_save + 1)
     # Mean loss ½(1/n)Σρ² = the sum-convention flow of sims.piecewise_linear on (X, y)/√n.
-    s = 1.0 / jnp.sqrt(jnp.asarray(n, X.dtype))
+    s = 1.0 / jnp.sqrt(jnp.asarray(X.shape[0], X.dtype))
     traj = pl.solve(a0, W0, X * s, y * s, t, n_substeps=cfg.steps // cfg.n_save, method="euler")
     test = jax.vmap(lambda a, W: 0.5 * jnp.mean((pl.network(a, W, Xt) - yt) ** 2))(traj.a, traj.W)
     K = jax.vmap(lambda a, W: pl.ntk(a, W, X))(traj.a, traj.W)

@@ -32,11 +32,9 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "weight-decay"
 DESCRIPTION = "T Fig 7.2b: ResNet18 weight-decay sweep, test accuracy and D_LR vs weight decay"
-PAPER = {
-    "D_LR vs weight decay": "smaller with larger weight decay",
-    "test accuracy vs weight decay": "higher with larger weight decay",
-    "D_LR without weight decay": "< 0.1 (MF regime)",
-}
+PAPER = {"D_LR vs weight decay": "smaller with larger weight decay",
+         "test accuracy vs weight decay": "higher with larger weight decay",
+         "D_LR without weight decay": "< 0.1 (MF regime)"}  # fmt: skip
 T_STEPS = 78_200
 """SGD steps of T's runs: 200 epochs of ⌈50,000 / 128⌉ = 391 minibatches."""
 

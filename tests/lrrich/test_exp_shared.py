@@ -44,6 +44,8 @@ def test_seed_mean_averages_every_number_but_the_seed():
     runs = [{"seed": 0, "dlr": 0.1, "rank": 3, "ok": True, "h": [1]}, {"seed": 1, "dlr": 0.3}]
     assert _seeds.seed_mean(runs) == pytest.approx({"dlr": 0.2, "rank": np.nan}, nan_ok=True)
     assert _seeds.seed_mean(runs, ["dlr"]) == pytest.approx({"dlr": 0.2})
+    # a seed whose value is undefined (None, read back from JSON) makes the mean NaN
+    assert np.isnan(_seeds.seed_mean([{"fit": None}, {"fit": 3.0}])["fit"])
 
 
 def test_grokking_experiments_share_the_step_training_fields():
