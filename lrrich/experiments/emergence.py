@@ -192,13 +192,11 @@ def run(config: Config, run_dir: Path) -> dict:
         "emergence_step_model": [
             _half_step(tm["steps"], tm["R_model"][:, k]) for k in range(config.n_s)
         ],
-        "rmse_time_1": _rmse(tm["R_net_1"].mean(0), tm["R_model_1"]),
-        "rmse_time": _rmse(Rt, tm["R_model"]),
-        "rmse_data_1": _rmse(da["R_net_1"], da["R_model_1"]),
-        "rmse_data": _rmse(da["R_net"], da["R_model"]),
-        "rmse_width_1": _rmse(wi["R_net_1"].mean(0), wi["R_model_1"]),
-        "rmse_width": _rmse(wi["R_net"].mean(0), wi["R_model"]),
     }
+    for name, part in parts.items():  # the data panel's model is per seed, the others' shared
+        for sfx in ("_1", ""):
+            net = part[f"R_net{sfx}"] if name == "data" else part[f"R_net{sfx}"].mean(0)
+            summary[f"rmse_{name}{sfx}"] = _rmse(net, part[f"R_model{sfx}"])
     return {"summary": summary, **parts, "timing": timing, "measured": _measured(parts, config)}
 
 
@@ -339,7 +337,7 @@ def data_train_config(config: Config) -> TrainConfig:
 
 
 def _skill_readout(program: Program, task, key, n_eval: int, stack: tuple[int, int]):
-    """R_k/S = E[f g_k]/S² · S (T Eq 4.7) of (G, K) stacked networks, on ``n_eval`` held-out
+    """R_k/S = E[f · S g_k]/S² (T Eq 4.7) of (G, K) stacked networks, on ``n_eval`` held-out
     samples of each skill drawn from ``key``."""
     x, y = jax.jit(
         jax.vmap(lambda k: sp.sample_skill(jax.random.fold_in(key, k), task, k, n_eval)[:2])

@@ -138,16 +138,13 @@ def run(config: Config, run_dir: Path) -> dict:
         str(s): json.loads((decomp_dir / f"step{s}.json").read_text())
         for s in config.decomposition_steps
     }
-    summary = _summarise(curves, config)
+    summary = _summarise(curves, decomposition, config)
     summary.update(
         n_train=len(data.x_train),
         train_seconds=hist.train_time,
         seconds_per_step=hist.train_time / max(config.steps - 1, 1),
         wall_seconds=wall,
     )
-    for tag, s in zip(("before", "after"), config.decomposition_steps, strict=True):
-        summary[f"d_eff_rho_{tag}"] = decomposition[str(s)]["d_eff_rho_adjusted"]
-        summary[f"dim_learned_{tag}"] = decomposition[str(s)]["dim_learned"]
     record = _measured(summary, curves, config, data, init_dlr)
     return {
         "summary": summary,
@@ -182,8 +179,9 @@ def _decompose(model, data) -> dict:
     return {k: np.asarray(getattr(res, k)).tolist() for k in _DECOMPOSITION_FIELDS}
 
 
-def _summarise(curves: dict, config: Config) -> dict:
-    """Headline numbers: D_LR and accuracies at the two decomposition steps, grokking delay."""
+def _summarise(curves: dict, decomposition: dict, config: Config) -> dict:
+    """Headline numbers: D_LR, accuracies and D_eff at the two decomposition steps, the steps
+    that memorise and grok (99 %)."""
     steps = np.asarray(curves["step"])
     out = {
         "step_before": config.decomposition_steps[0],
@@ -195,6 +193,8 @@ def _summarise(curves: dict, config: Config) -> dict:
         out[f"dlr_train_{tag}"] = curves["dlr_train"][i]
         out[f"test_acc_{tag}"] = curves["test_acc"][i]
         out[f"train_acc_{tag}"] = curves["train_acc"][i]
+        out[f"d_eff_rho_{tag}"] = decomposition[str(s)]["d_eff_rho_adjusted"]
+        out[f"dim_learned_{tag}"] = decomposition[str(s)]["dim_learned"]
     out["dlr_ratio"] = out["dlr_before"] / max(out["dlr_after"], 1e-12)
     out["memorised_step"] = _measure.first_step(steps, np.asarray(curves["train_acc"]), 0.99)
     out["grokked_step"] = _measure.first_step(steps, np.asarray(curves["test_acc"]), 0.99)
