@@ -1,33 +1,21 @@
 """D Fig 7 / T Fig 7.7: features with higher intensity have higher quality; larger ones improve faster.
 
 An MLP trained on real MNIST digits (MSE on one-hot targets) is decomposed at every log point
-(T Alg. 1: Nyström on 1,000 fixed training images S_fit, inner products on the 1,000 test
-images S_eval): per feature k its intensity ρ_k (T Eq. 1.29) and quality Q*_k (T Eq. 2.3, H* =
-span of the one-hot targets). The features are followed through training by
-:func:`metrics.feature_trajectories` (eigenfunctions matched between consecutive log points by
-their largest total squared overlap on S_fit, named by their intensity order at the end). The
-first eigenfunction (≈ the constant, D App. D.2) is left out of every correlation.
+(T Alg. 1: Nyström on 1,000 fixed training images S_fit, inner products on the 1,000 test images
+S_eval): per feature k its intensity ρ_k (T Eq. 1.29) and quality Q*_k (T Eq. 2.3, H* = span of
+the one-hot targets). :func:`metrics.feature_trajectories` follows the features through training
+(eigenfunctions matched between log points by their largest squared overlap on S_fit, named by
+their intensity order at the end). Per seed, over features 2–20 (T §7.3 follows "the first 20";
+the first, ≈ constant eigenfunction is left out, D App. D.2), one-sided Spearman tests at level
+0.05: intensity ↔ quality at the end, and the intensity (final, and initial) against the rate of
+quality gain over the first quarter of training.
 
-Claims and tests, per seed over features 2–20 in intensity order at the end (T §7.3 follows
-"the first 20 features"; each row also reports the correlation over all p − 1 non-constant
-features):
-
-* intensity ↔ quality at the end: Spearman(ρ_k, Q*_k) > 0, one-sided p < 0.05;
-* larger features improve faster: Spearman(ρ_j at the end, rate of quality gain over the first
-  quarter of training) > 0, one-sided p < 0.05; and the same with the intensity ρ_j at
-  initialisation of the tracked feature.
-
-Each claim holds in a seed when its one-sided test passes there (``CLAIMS``, judged by
-:mod:`lrrich.claims`).
-
-Command: ``lrrich run feature-quality`` (3 seeds; ``lrrich list`` shows the recorded run's wall
-time and machine). ``--scale paper`` is D's Fig 7 setting (ResNet18 k = 64 on CIFAR-100, SGD
-0.9, 400 epochs, ×0.2 every 60; an accelerator run).
-
+Command: ``lrrich run feature-quality`` (3 seeds). ``--scale paper`` is D's Fig 7 setting
+(ResNet18 k = 64 on CIFAR-100, SGD 0.9, 400 epochs, × 0.2 every 60).
 Expected (seeds 0 / 1 / 2): Spearman(ρ_k, Q*_k) at the end +0.94 / +0.91 / +0.95; final
 intensity vs early quality-gain rate +0.81 / +0.70 / +0.79; initial intensity vs that rate
-+0.61 / +0.69 / +0.57 (every one-sided p < 0.01). Over all 127 non-constant features the
-two rate correlations are ≈ 0 (−0.12 to +0.08): ``docs/findings/feature_quality.md``.
++0.61 / +0.69 / +0.57 (every one-sided p < 0.01). Over all 127 non-constant features the two
+rate correlations are ≈ 0: ``docs/findings/feature_quality.md``.
 """
 
 from __future__ import annotations
@@ -40,34 +28,28 @@ import numpy as np
 
 from lrrich.claims import Above, All, Claim, Holds, measured
 from lrrich.experiments import _data, _measure, _presets
+from lrrich.trainer import train
 
 NAME = "feature-quality"
 DESCRIPTION = "D Fig 7 / T Fig 7.7: per-feature intensity vs quality over training, 3 seeds"
 EARLY_FRACTION = 0.25
-"""The window "early in training" over which the rate of quality gain is measured: the first
-quarter of the run (the paper's Fig 7 epochs are not legible; a quarter leaves the early log
-points inside the window at every scale)."""
+"""The window "early in training" of the quality-gain rate: the first quarter of the run (D's
+Fig 7 epochs are not legible; a quarter keeps early log points inside it at every scale)."""
 FIRST_FEATURES = 20
-"""The features the correlations run over: the first 20 in intensity order (T §7.3: 'In Fig.
-7.7, we observe the evolution of the first 20 features'), less the first (≈ constant)."""
+"""The correlations run over the first 20 features in intensity order (T §7.3: 'In Fig. 7.7, we
+observe the evolution of the first 20 features'), less the first (≈ constant)."""
 SIGNIFICANCE = 0.05
 """Level of the one-sided Spearman test of each correlation (the conventional 5 %)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Feature-quality run settings (D Fig 7: ResNet18 on CIFAR-100; D App. F.4).
-
-    Small scale: a ReLU MLP 784-128-128-10 on the 4,000 mnist5k training digits, SGD with
-    momentum 0.9, lr 0.05, 30 epochs, batch 128, MSE on one-hot targets. Deviations from the
-    paper: an MLP on MNIST instead of ResNet18 on CIFAR-100 (CPU budget), no schedule. Shared
-    training fields: :class:`~lrrich.experiments._presets.ImageTraining`; ``seeds``:
-    :class:`~lrrich.experiments._presets.Seeds`.
+    """Feature-quality settings (D Fig 7: ResNet18 on CIFAR-100; D App. F.4). Small scale: a ReLU
+    MLP 784-128-128-10 on the 4,000 mnist5k digits, SGD 0.9, lr 0.05, 30 epochs, no schedule.
 
     Attributes:
       model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
-      log_points: log points after initialisation (evenly spaced in steps); the
-        decomposition is taken at step 0 and at each of them.
+      log_points: log points after initialisation (the decomposition is also taken at step 0).
       n_fit: training images of S_fit (Nyström; ≥ the feature width p).
       n_eval: test images of S_eval (inner products with the targets).
       schedule: ``'constant'`` or ``'step'`` (× 0.2 every ``step_every_epochs``, D's Fig 7).
@@ -114,9 +96,8 @@ def run(config: Config, run_dir: Path) -> dict:
     seeds = _presets.seed_list(config)
     runs = []
     for seed in seeds:
-        cfg = dataclasses.replace(config, seed=seed)
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
-        runs.append(_one_seed(cfg, sub))
+        runs.append(_one_seed(dataclasses.replace(config, seed=seed), sub))
     stats = [_statistics(r) for r in runs]
     summary = {
         "seeds": len(seeds),
@@ -124,9 +105,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "test_acc_final": float(np.mean([r["test_acc"][-1] for r in runs])),
         "e1_constant_overlap_final": float(np.mean([r["e1_overlap"] for r in runs])),
     }
-    for key in stats[0]:
-        if not key.endswith("_p"):
-            summary[key] = float(np.mean([s[key] for s in stats]))
+    summary |= {k: float(np.mean([s[k] for s in stats])) for k in stats[0] if not k.endswith("_p")}
     return {
         "summary": summary,
         "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
@@ -138,57 +117,45 @@ def run(config: Config, run_dir: Path) -> dict:
 def _one_seed(config: Config, run_dir: Path) -> dict:
     """Train, with the features on S_fit / S_eval at each log point; the tracked trajectories."""
     from metrics import feature_decomposition, feature_trajectories
-    from nets import train
 
     data = _data.load_data(config, config.model)
     rng = np.random.default_rng(config.seed)
     fit = np.sort(rng.permutation(len(data.x_train))[: min(config.n_fit, len(data.x_train))])
     x_fit = data.x_train[fit]
     x_ev, y_ev = data.x_test[: config.n_eval], data.y_test[: config.n_eval]
-    targets = np.eye(data.num_classes)[y_ev]
-    model0 = _data.build_model(
-        config.model, data, width=config.width, depth=config.depth, seed=config.seed
-    )
     snaps: dict[str, list] = {"step": [], "phi_fit": [], "phi_ev": [], "out_ev": [], "acc": []}
 
     def log(record: dict, model) -> None:
-        phi_fit, _ = _measure.forward(model, x_fit, config.output_scale)
         phi_ev, out_ev = _measure.forward(model, x_ev, config.output_scale)
         snaps["step"].append(int(record["step"]))
-        snaps["phi_fit"].append(phi_fit)
+        snaps["phi_fit"].append(_measure.forward(model, x_fit, config.output_scale)[0])
         snaps["phi_ev"].append(phi_ev)
         snaps["out_ev"].append(out_ev)
         snaps["acc"].append(float(np.mean(out_ev.argmax(1) == y_ev)))
 
+    model0 = _data.build_model(
+        config.model, data, width=config.width, depth=config.depth, seed=config.seed
+    )
     tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
+    every = max(total // config.log_points, 1)
     train(
-        model0,
-        data,
-        tc,
-        key=jax.random.key(config.seed),
-        log_every=max(total // config.log_points, 1),
-        eval_size=min(256, len(data.x_test)),
-        metrics={},
-        callback=log,
-        run_dir=run_dir / "train",
+        model0, data, tc, key=jax.random.key(config.seed), log_every=every, metrics={},
+        eval_size=min(256, len(data.x_test)), callback=log, run_dir=run_dir / "train",
         progress=True,
-    )
+    )  # fmt: skip
     p = snaps["phi_fit"][0].shape[1]
     if len(fit) < p:
         raise ValueError(
             f"n_fit = {len(fit)} images < the feature width p = {p}: Nyström needs n ≥ p"
         )
+    targets = np.eye(data.num_classes)[y_ev]
     traj = feature_trajectories(snaps["phi_fit"], snaps["phi_ev"], snaps["out_ev"], targets)
-    end = feature_decomposition(
-        snaps["phi_fit"][-1], snaps["phi_ev"][-1], snaps["out_ev"][-1], targets
-    )
-    # the per-time values by intensity position: rank[t] is a permutation of the positions
-    by_rank = {}
+    end = feature_decomposition(*(snaps[k][-1] for k in ("phi_fit", "phi_ev", "out_ev")), targets)
+    by_rank = {}  # the per-time values by intensity position: rank[t] permutes the positions
     for field in ("rho", "quality"):
-        tracked = getattr(traj, field)
-        by_rank[field] = np.empty_like(tracked)
-        np.put_along_axis(by_rank[field], traj.tracks.rank, tracked, axis=1)
+        by_rank[field] = np.empty_like(getattr(traj, field))
+        np.put_along_axis(by_rank[field], traj.tracks.rank, getattr(traj, field), axis=1)
     return {
         "step": snaps["step"],
         "epoch": [s / (total / config.epochs) for s in snaps["step"]],
@@ -206,21 +173,14 @@ def _one_seed(config: Config, run_dir: Path) -> dict:
     }
 
 
-def _spearman_test(a, b) -> tuple[float, float]:
-    """(Spearman ρ, one-sided p of ρ > 0) over paired 1-D samples."""
-    from scipy import stats
-
-    res = stats.spearmanr(a, b, alternative="greater")
-    return float(res.statistic), float(res.pvalue)
-
-
 def _statistics(r: dict) -> dict:
     """One seed's correlations over features 2…:data:`FIRST_FEATURES` (tracked j = 1 … 19;
-    ``*_all``: over all p − 1 non-constant features)."""
+    ``*_all``: over all p − 1 non-constant features) and their one-sided p values."""
+    from scipy import stats
+
     rho, q = np.asarray(r["rho"]), np.asarray(r["quality"])
     steps = np.asarray(r["step"], float)
-    early = int(np.searchsorted(steps, EARLY_FRACTION * steps[-1], side="right")) - 1
-    early = max(early, 1)
+    early = max(int(np.searchsorted(steps, EARLY_FRACTION * steps[-1], side="right")) - 1, 1)
     rate = (q[early] - q[0]) / (steps[early] - steps[0])
     out = {}
     for key, (a, b) in {
@@ -228,20 +188,16 @@ def _statistics(r: dict) -> dict:
         "final_intensity_rate": (rho[-1], rate),
         "initial_intensity_rate": (rho[0], rate),
     }.items():
-        out[key], out[f"{key}_p"] = _spearman_test(a[1:FIRST_FEATURES], b[1:FIRST_FEATURES])
-        out[f"{key}_all"], out[f"{key}_all_p"] = _spearman_test(a[1:], b[1:])
+        for suffix, sel in (("", slice(1, FIRST_FEATURES)), ("_all", slice(1, None))):
+            res = stats.spearmanr(a[sel], b[sel], alternative="greater")
+            out[f"{key}{suffix}"], out[f"{key}{suffix}_p"] = float(res.statistic), float(res.pvalue)
     out["early_step"] = float(steps[early])
     out["quality_top10_final"] = float(np.sum(q[-1, 1:11]))
-    out["match_overlap_median"] = float(
-        np.median(np.asarray(r["match_overlap"])[:, 1:FIRST_FEATURES])
-    )
+    overlap = np.asarray(r["match_overlap"])[:, 1:FIRST_FEATURES]
+    out["match_overlap_median"] = float(np.median(overlap))
     return out
 
 
-_SIGNIFICANT = (
-    f"one-sided Spearman test (H1: correlation > 0) at level {SIGNIFICANCE:g} over features "
-    f"2-{FIRST_FEATURES} (intensity order at the end), within each seed"
-)
 _NOTE = (
     "quality on the test images, intensity from the training images (Nyström, T Alg. 1); the "
     "first eigenfunction (≈ constant, D App. D.2) is left out"
@@ -250,54 +206,46 @@ _TRACKED = (
     "; features named by their intensity order at the end and matched back through the log "
     "points by their largest total squared overlap (metrics.feature_trajectories)"
 )
+
+
+def _correlation_claim(key: str, source: str, quote: str, quantity: str, note: str) -> Claim:
+    """The correlation ``key`` is significant in every seed (one-sided Spearman test) and
+    positive over the seeds."""
+    significant = (
+        f"one-sided Spearman test (H1: correlation > 0) at level {SIGNIFICANCE:g} over features "
+        f"2-{FIRST_FEATURES} (intensity order at the end), within each seed"
+    )
+    relation = All((Holds(f"{key}_significant", significant), Above(key, 0.0)))
+    return Claim(
+        key.replace("end_", "").replace("_", "-"), source, quote, quantity, "test", relation,
+        paper="> 0 (positive correlation)", note=note,
+    )  # fmt: skip
+
+
 CLAIMS = (
-    Claim(
-        "intensity-quality",
+    _correlation_claim(
+        "end_intensity_quality",
         "D §5 Fig 7; T Fig 7.7",
         "'feature quality correlates with feature intensity during training' (D §5); 'features "
         "with higher intensity also exhibit higher quality' (T Fig 7.7)",
         "Spearman(ρ_k, Q*_k) at the end of training, features 2-20 (T §7.3's 'first 20')",
-        "test",
-        All(
-            (
-                Holds("end_intensity_quality_significant", _SIGNIFICANT),
-                Above("end_intensity_quality", 0.0),
-            )
-        ),
-        paper="> 0 (positive correlation)",
-        note=_NOTE,
+        _NOTE,
     ),
-    Claim(
-        "final-intensity-rate",
+    _correlation_claim(
+        "final_intensity_rate",
         "D §5 Fig 7; T §7.4.1",
         "'... with larger features improving faster' (D §5); 'larger features gain better "
         "quality faster' (T §7.4.1)",
         "Spearman(final ρ_j, rate of quality gain over the first quarter of training)",
-        "test",
-        All(
-            (
-                Holds("final_intensity_rate_significant", _SIGNIFICANT),
-                Above("final_intensity_rate", 0.0),
-            )
-        ),
-        paper="> 0 (positive correlation)",
-        note=_NOTE + _TRACKED,
+        _NOTE + _TRACKED,
     ),
-    Claim(
-        "initial-intensity-rate",
+    _correlation_claim(
+        "initial_intensity_rate",
         "D §5 Fig 7",
         "'... with larger features improving faster' (D §5), read with the intensity at "
         "initialisation",
         "Spearman(ρ_j at initialisation, rate of quality gain over the first quarter)",
-        "test",
-        All(
-            (
-                Holds("initial_intensity_rate_significant", _SIGNIFICANT),
-                Above("initial_intensity_rate", 0.0),
-            )
-        ),
-        paper="> 0 (positive correlation)",
-        note=_NOTE + _TRACKED,
+        _NOTE + _TRACKED,
     ),
 )
 """D §5 / T §7's correlations: significant within every seed (a one-sided Spearman test), and
@@ -315,13 +263,13 @@ def _measured(stats: list[dict], seeds: list[int], config: Config) -> dict:
         values[f"{key}_significant"] = [
             float(s[key] > 0 and s[f"{key}_p"] < SIGNIFICANCE) for s in stats
         ]
+    net = f"{config.model.upper()} width {config.width}"
+    net += f" x{config.depth}" if config.model == "mlp" else ""
     return measured(
         values,
         seeds=seeds,
         dataset=f"{config.dataset} (S_fit {config.n_fit} train / S_eval {config.n_eval} test)",
-        scale=f"{config.model.upper()} width {config.width}"
-        + (f" x{config.depth}" if config.model == "mlp" else "")
-        + f", {config.optimizer} lr {config.lr:g}, {config.epochs} epochs, "
+        scale=f"{net}, {config.optimizer} lr {config.lr:g}, {config.epochs} epochs, "
         f"{config.log_points} log points",
         deviations=[]
         if config.model == "resnet18"
@@ -346,12 +294,10 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     q = np.asarray(r["quality"])
     n_t, p = q.shape
     k = np.arange(1, p + 1)
-    cmap = plt.get_cmap("viridis")
     shown = np.unique(np.round(np.geomspace(1, n_t, 6)).astype(int) - 1)
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.6))
     for t in shown:
-        c = cmap(t / max(n_t - 1, 1))
-        lab = f"epoch {epochs[t]:.3g}"
+        c, lab = plt.get_cmap("viridis")(t / max(n_t - 1, 1)), f"epoch {epochs[t]:.3g}"
         live = rho_rank[t] / rho_rank[t, 0] > _NULL  # dead units give null modes: not shown
         axes[0].plot(k[live], q_rank[t, live], "o-", ms=2, color=c, label=lab)
         axes[1].plot(k[live], rho_rank[t, live] / rho_rank[t, 0], "o-", ms=2, color=c)
