@@ -1,26 +1,19 @@
 """D_LR and test error vs training-set size and vs weight decay (D Fig 5, T Fig 7.1, 7.2b).
 
 D Fig 5 / T Fig 7.1: the learning curve of ResNet18 on CIFAR-10 is a power law whose exponent
-steepens at a critical training-set size, where D_LR drops below the MF boundary 0.1 — enough
-data is needed to enter the rich regime. T Fig 7.2(b): a larger weight decay gives a tighter MF
-regime (smaller D_LR) and better accuracy, while the model without weight decay is already in
-the MF regime.
+steepens at a critical training-set size, where D_LR drops below the MF boundary 0.1. T Fig
+7.2(b): a larger weight decay gives a tighter MF regime (smaller D_LR), and the model without
+weight decay is already in it. Every (n, λ) of ``n_trains`` × ``weight_decays`` trains in one
+run; a sweep sets one of each per run (``lrrich sweep learning-curve --grid n_trains=100,4000
+--grid weight_decays=0,0.001 --seeds 3``; a one-point run reports the plain keys ``dlr``, …).
 
-Grid: the product ``n_trains`` × ``weight_decays``, all trained in one run; a sweep sets one value
-of each per run (``lrrich sweep learning-curve --grid n_trains=100,400,4000 --grid
-weight_decays=0,0.001 --seeds 3``; a one-point run reports the plain keys ``dlr``, ``test_acc``,
-…). At paper scale run the weight-decay panel as its own sweep at the full size (``--scale paper
---grid n_trains=50000 --grid weight_decays=0,0.0001,0.0005,0.001``).
-
-Command: ``lrrich run learning-curve --out runs/lc`` (small: a 2-hidden-layer ReLU MLP on
-class-balanced subsets of the 4,000 mnist5k training images, 14 networks per seed, 3 seeds).
-``--scale conv``: LeNet-5; ``--scale resnet``: ResNet18 with k = 4; ``--scale fcn``: T Fig 7.6's
-FCN (width 512, three hidden layers, weight decay 1e-3).
-Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18 and
-flat from n = 100 (no critical n), 0.117 with λ = 1e-3 at n = 4,000; LeNet-5 0.359 → 0.181,
-falling steadily; ResNet18 0.190 → 0.082, below 0.1 from n = 1,000, 0.067 with λ = 1e-3. Seeds
-0–2 at n = 4,000: MLP 0.169 ± 0.019 (λ = 0); ``--scale fcn`` 0.115 ± 0.003, above 0.1 in every
-seed.
+Command: ``lrrich run learning-curve --out runs/lc`` (small: a 2-hidden-layer ReLU MLP on nested
+class-balanced subsets of the 4,000 mnist5k images, 14 networks per seed, 3 seeds). ``--scale
+conv``: LeNet-5; ``--scale resnet``: ResNet18 with k = 4; ``--scale fcn``: T Fig 7.6's FCN.
+Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18,
+flat from n = 100 (no critical n), 0.117 with λ = 1e-3; LeNet-5 0.359 → 0.181, falling
+steadily; ResNet18 0.190 → 0.082, below 0.1 from n = 1,000. Seeds 0–2 at n = 4,000: MLP 0.169
+± 0.019; ``--scale fcn`` 0.115 ± 0.003, above 0.1 in every seed.
 
 Findings (the MLP's flat curve, training length, the ResNet at small n):
 ``docs/findings/learning_curve.md``.
@@ -48,13 +41,10 @@ PAPER = {
 class Config(_presets.ImageTraining, _presets.Seeds):
     """Learning-curve settings (D App. F.4, Fig 5 row; T §2.4, §7.2–7.3).
 
-    Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, momentum
-    0.9, weight decay 1e-3 (T Fig 7.2(b) also 0, 1e-4, 5e-4), batch 128, 200 epochs with lr × 0.2
-    every 60, output scale 1/3, CIFAR augmentation. Small-scale deviations: real MNIST
-    (class-balanced subsets of ``mnist5k``) and a 2-hidden-layer ReLU MLP of width 256, lr 0.5,
-    100 epochs at n = 4,000, no augmentation, raw [0, 1] pixels. ``--scale fcn`` reads T Fig 7.6's
-    "FCN of width 512 and depth 4" as four weight layers (**Decision**). The seeds share the
-    nested subsets (drawn with ``seed``).
+    Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, weight decay
+    1e-3, 200 epochs, lr × 0.2 every 60, output scale 1/3, augmented. Small scale: mnist5k, the
+    MLP, lr 0.5, raw [0, 1] pixels, no augmentation. ``--scale fcn`` reads T Fig 7.6's "FCN of
+    width 512 and depth 4" as four weight layers (**Decision**).
 
     Attributes:
       model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'``, …
@@ -63,8 +53,7 @@ class Config(_presets.ImageTraining, _presets.Seeds):
       epochs: training epochs at every n, or at the largest n with ``matched_steps``.
       step_every_epochs: step schedule period, × 0.2 (with ``matched_steps``: at the largest n).
       matched_steps: every n trains the optimizer steps of ``epochs`` epochs at the largest n
-        (**Deviation** of the CPU scales: a 50-image run would barely move in 100 epochs);
-        ``False`` is D's rule (``epochs`` epochs at every n; the ``paper`` preset).
+        (**Deviation** of the CPU scales: a 50-image run would barely move); ``False`` is D's.
     """
 
     dataset: str = "mnist5k"
@@ -203,56 +192,25 @@ _WD_QUOTE = (
     "model without weight decay also lies in the MF regime'"
 )
 CLAIMS = (
-    Claim(
-        "critical-n",
-        "D Fig 5; T Fig 7.1",
-        _N_QUOTE,
-        "test D_LR ≥ 0.1 at the smallest n and < 0.1 at every n from a critical n on (the "
-        "grid's first λ)",
-        "test",
-        Holds("ef_to_mf", "the curve crosses from D_LR ≥ 0.1 to < 0.1 for good, in this seed"),
-        paper="EF below a critical n, MF beyond it",
-    ),
-    Claim(
-        "dlr-falls-with-n",
-        "D Fig 5; T Fig 7.1",
-        _N_QUOTE,
-        "Spearman rank correlation of n and test D_LR, per seed (the grid's first λ)",
-        "test",
-        Below("spearman_n_dlr", -0.8),
-        paper="D_LR falls with n",
-    ),
-    Claim(
-        "mf-largest-n",
-        "D Fig 5; T Fig 7.6",
-        _N_QUOTE,
-        "test D_LR at the largest n (the grid's first λ) below 0.1",
-        "test",
-        Below("dlr_largest_n", MF_BOUNDARY),
-        paper="< 0.1 (MF regime)",
-        dlr=("dlr_largest_n",),
-    ),
-    Claim(
-        "wd-richer",
-        "T Fig 7.2(b)",
-        _WD_QUOTE,
-        "test D_LR at the largest n: largest λ below smallest λ",
-        "test",
-        Less("dlr_wd_largest", "dlr_wd_smallest"),
-        paper="smaller D_LR with larger λ",
-        dlr=("dlr_wd_largest", "dlr_wd_smallest"),
-    ),
-    Claim(
-        "mf-without-wd",
-        "T Fig 7.2(b)",
-        _WD_QUOTE,
-        "test D_LR at the largest n without weight decay below 0.1",
-        "test",
-        Below("dlr_no_wd", MF_BOUNDARY),
-        paper="< 0.1 at λ = 0",
-        dlr=("dlr_no_wd",),
-    ),
-)
+    Claim("critical-n", "D Fig 5; T Fig 7.1", _N_QUOTE,
+          "test D_LR ≥ 0.1 at the smallest n and < 0.1 at every n from a critical n on (the "
+          "grid's first λ)", "test",
+          Holds("ef_to_mf", "the curve crosses from D_LR ≥ 0.1 to < 0.1 for good, in this seed"),
+          paper="EF below a critical n, MF beyond it"),
+    Claim("dlr-falls-with-n", "D Fig 5; T Fig 7.1", _N_QUOTE,
+          "Spearman rank correlation of n and test D_LR, per seed (the grid's first λ)", "test",
+          Below("spearman_n_dlr", -0.8), paper="D_LR falls with n"),
+    Claim("mf-largest-n", "D Fig 5; T Fig 7.6", _N_QUOTE,
+          "test D_LR at the largest n (the grid's first λ) below 0.1", "test",
+          Below("dlr_largest_n", MF_BOUNDARY), paper="< 0.1 (MF regime)", dlr=("dlr_largest_n",)),
+    Claim("wd-richer", "T Fig 7.2(b)", _WD_QUOTE,
+          "test D_LR at the largest n: largest λ below smallest λ", "test",
+          Less("dlr_wd_largest", "dlr_wd_smallest"), paper="smaller D_LR with larger λ",
+          dlr=("dlr_wd_largest", "dlr_wd_smallest")),
+    Claim("mf-without-wd", "T Fig 7.2(b)", _WD_QUOTE,
+          "test D_LR at the largest n without weight decay below 0.1", "test",
+          Below("dlr_no_wd", MF_BOUNDARY), paper="< 0.1 at λ = 0", dlr=("dlr_no_wd",)),
+)  # fmt: skip
 """D Fig 5, T Fig 7.1, 7.2(b), 7.6. The per-seed checks of a curve (``ef_to_mf``,
 ``spearman_n_dlr``) are computed within each seed by :func:`curve_checks`; a claim whose grid is
 missing (one n, one λ, no λ = 0) is not judged."""

@@ -1,27 +1,21 @@
-"""S's table / T Fig 7.2(a) / D App. E Fig 15: ResNet18 learning-rate sweep and the
-minimum-feature check of T Table 2.2.
+"""S's table / T Fig 7.2(a) / D App. E Fig 15: ResNet18 learning-rate sweep; T Table 2.2's MF check.
 
 ResNet18 on CIFAR-100 with SGD at learning rates 0.005 / 0.05 / 0.2: the smallest is lazier
 (D_LR 0.053, test 66.3 %), the intermediate one the richest and the best (0.025, 78.3 %), the
 largest drifts back (0.039, 74.5 %). At every rate the feature decomposition is read as in T
-Table 2.2: the minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1 (T
-Definition 2). A rate whose loss diverges in a seed is kept as "diverged" (D App. E: the largest
-rate is the largest without blow-up).
-
-Grid: ``lrs``, every rate and seed in one run; a sweep sets one rate per run (``lrrich sweep
-resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3``; a one-rate run reports the plain keys ``dlr``,
-``test_acc``, ``d_eff_rho``, …).
+Table 2.2: the minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1. A rate
+whose loss diverges in a seed is kept as "diverged". A sweep sets one rate per run (``lrrich
+sweep resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3``; the plain keys ``dlr``, ``test_acc``, …).
 
 Command: ``lrrich run resnet-lr --out runs/lr`` (small: ResNet18 k = 4 on 1,024 Fashion-MNIST
-images, 3 rates × 3 seeds × 200 epochs; ``--set seeds=1`` for a quicker look). ``--scale
-paper`` follows T §2.4 (``Config`` says where D differs); ``--scale past-0.2`` (rates 0.2 …
-1.6) and ``--scale width16`` (k = 16) are the deciding runs of the findings.
+images, 3 rates × 3 seeds × 200 epochs). ``--scale past-0.2`` (rates 0.2 … 1.6) and ``--scale
+width16`` (k = 16) are the deciding runs of the findings.
 Expected (seeds 0–2; lr 0.005 / 0.05 / 0.2): test D_LR 0.33 / 0.12 / 0.10 (random features at
-p = 32: 0.44), test accuracy 67 / 76 / 78 % — the smallest rate the laziest and the worst,
-lr 0.2, not 0.05, the richest and the best; D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂) 13.4 / 16.8 /
-15.4 (C = 10, seed 0). ``--scale past-0.2``: D_LR 0.10 at lr 0.2, 0.26 at lr 1.6, none
-diverges (the lr-1.6 networks fit 79–93 % of their training images). ``--scale width16``:
-0.104 against 0.146 for k = 4 at the same 50 epochs (seed 0).
+p = 32: 0.44), test accuracy 67 / 76 / 78 %: the smallest rate the laziest and the worst, lr
+0.2, not 0.05, the richest and the best; D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂) 13.4 / 16.8 / 15.4
+(C = 10, seed 0). ``past-0.2``: D_LR 0.10 at lr 0.2, 0.26 at lr 1.6, none diverges (but the
+lr-1.6 networks fit only 79–93 % of their training images). ``width16``: 0.104 against 0.146
+for k = 4 at the same 50 epochs (seed 0).
 
 Findings (three seeds, augmentation, under-training, rates past 0.2, width):
 ``docs/findings/resnet_lr.md``.
@@ -50,29 +44,21 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 NAME = "resnet-lr"
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
 PAPER = {
-    "dlr_lr0.005": 0.053,
-    "dlr_lr0.05": 0.025,
-    "dlr_lr0.2": 0.039,
-    "test_acc_lr0.005": 0.663,
-    "test_acc_lr0.05": 0.783,
-    "test_acc_lr0.2": 0.745,
-    "d_eff_rho_lr0.05": 99.9,
-    "d_eff_util_lr0.05": 99.7,
-    "richest_lr": 0.05,
-}
+    "dlr_lr0.005": 0.053, "dlr_lr0.05": 0.025, "dlr_lr0.2": 0.039, "test_acc_lr0.005": 0.663,
+    "test_acc_lr0.05": 0.783, "test_acc_lr0.2": 0.745, "d_eff_rho_lr0.05": 99.9,
+    "d_eff_util_lr0.05": 99.7, "richest_lr": 0.05,
+}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
     """ResNet18 learning-rate settings (T §2.4, Table 2.2 setup; D App. F.4).
 
-    Paper: ResNet18 (k = 64) on all 50,000 CIFAR-100 images, SGD momentum 0.9, weight decay 1e-3,
-    batch 128, output scale 1/10, CIFAR augmentation. The papers disagree on the schedule: T
-    §2.4 trains 600 epochs at a constant rate (the ``paper`` preset, whose Table 2.2 value is
-    compared), D App. F.4 400 epochs with the rate × 0.2 every 60 (``--set epochs=400 --set
-    schedule=step``). Small-scale deviations: 1,024 Fashion-MNIST images zero-padded to 32×32
-    (C = 10: the MF regime predicts D_eff ≈ 10), k = 4, 200 epochs, no augmentation, output scale
-    1/3 (D's CIFAR-10 value).
+    Paper: ResNet18 (k = 64) on CIFAR-100, SGD momentum 0.9, weight decay 1e-3, batch 128, output
+    scale 1/10, augmented. The papers disagree on the schedule: T §2.4 trains 600 epochs at a
+    constant rate (the ``paper`` preset), D App. F.4 400 epochs with the rate × 0.2 every 60
+    (``--set epochs=400 --set schedule=step``). Small scale: 1,024 Fashion-MNIST images padded
+    to 32×32 (C = 10), k = 4, 200 epochs, no augmentation, output scale 1/3.
 
     Attributes:
       lrs: the SGD learning rates trained (paper 0.005, 0.05, 0.2).
@@ -186,15 +172,10 @@ _TOO_LARGE_QUOTE = (
 
 def _dlr_claim(lr: str, paper: float, direction) -> Claim:
     return Claim(
-        f"dlr-lr{lr}",
-        "S table; D App. E Fig 15",
-        _QUOTE,
-        f"test D_LR at lr {lr}",
-        "test",
-        Value(f"dlr_lr{lr}", paper, "dlr_close_values", direction=direction),
-        paper=f"{paper:g}",
+        f"dlr-lr{lr}", "S table; D App. E Fig 15", _QUOTE, f"test D_LR at lr {lr}", "test",
+        Value(f"dlr_lr{lr}", paper, "dlr_close_values", direction=direction), paper=f"{paper:g}",
         dlr=(f"dlr_lr{lr}",),
-    )
+    )  # fmt: skip
 
 
 def _fits(lr: str) -> Premise:
@@ -205,56 +186,26 @@ CLAIMS = (
     _dlr_claim("0.005", 0.053, Less("dlr_lr0.05", "dlr_lr0.005")),
     _dlr_claim("0.05", 0.025, Below("dlr_lr0.05", MF_BOUNDARY)),
     _dlr_claim("0.2", 0.039, Below("dlr_lr0.2", MF_BOUNDARY)),
-    Claim(
-        "richest-lr0.05",
-        "S table (key findings)",
-        _QUOTE,
-        "test D_LR smallest at lr 0.05 (below lr 0.005 and lr 0.2)",
-        "test",
-        All((Less("dlr_lr0.05", "dlr_lr0.005"), Less("dlr_lr0.05", "dlr_lr0.2"))),
-        paper="0.025 < 0.053, 0.039",
-        dlr=("dlr_lr0.005", "dlr_lr0.05", "dlr_lr0.2"),
-    ),
-    Claim(
-        "best-lr0.05",
-        "S table",
-        _QUOTE,
-        "test accuracy highest at lr 0.05 (above lr 0.005 and lr 0.2)",
-        "test",
-        All(
-            (Less("test_acc_lr0.005", "test_acc_lr0.05"), Less("test_acc_lr0.2", "test_acc_lr0.05"))
-        ),
-        paper="78.3 % > 66.3 %, 74.5 %",
-    ),
-    Claim(
-        "mf-lr0.05",
-        "T Table 2.2",
-        _MF_QUOTE,
-        "at lr 0.05: test D_LR < 0.1, D_eff(ρ) / C ≈ 1 and D_eff(Q̂) / C ≈ 1",
-        "test",
-        All(
-            (
-                Below("dlr_lr0.05", MF_BOUNDARY),
-                Value("d_eff_rho_per_c_lr0.05", 1.0, "d_eff"),
-                Value("d_eff_util_per_c_lr0.05", 1.0, "d_eff"),
-            )
-        ),
-        paper="D_eff 99.9 / 99.7 (C = 100), D_LR 0.025",
-        dlr=("dlr_lr0.05",),
-    ),
-    Claim(
-        "too-large-lazier",
-        "D App. E Fig 15",
-        _TOO_LARGE_QUOTE,
-        "test D_LR at lr 1.6 (the largest rate tried, no blow-up) above lr 0.2",
-        "test",
-        Less("dlr_lr0.2", "dlr_lr1.6"),
-        paper="lazier at the largest stable rate",
-        premise=(_fits("0.2"), _fits("1.6")),
-        dlr=("dlr_lr0.2", "dlr_lr1.6"),
-        note="a network that does not fit its training set is under-trained, not shown lazier",
-    ),
-)
+    Claim("richest-lr0.05", "S table (key findings)", _QUOTE,
+          "test D_LR smallest at lr 0.05 (below lr 0.005 and lr 0.2)", "test",
+          All((Less("dlr_lr0.05", "dlr_lr0.005"), Less("dlr_lr0.05", "dlr_lr0.2"))),
+          paper="0.025 < 0.053, 0.039", dlr=("dlr_lr0.005", "dlr_lr0.05", "dlr_lr0.2")),
+    Claim("best-lr0.05", "S table", _QUOTE,
+          "test accuracy highest at lr 0.05 (above lr 0.005 and lr 0.2)", "test",
+          All((Less("test_acc_lr0.005", "test_acc_lr0.05"),
+               Less("test_acc_lr0.2", "test_acc_lr0.05"))),
+          paper="78.3 % > 66.3 %, 74.5 %"),
+    Claim("mf-lr0.05", "T Table 2.2", _MF_QUOTE,
+          "at lr 0.05: test D_LR < 0.1, D_eff(ρ) / C ≈ 1 and D_eff(Q̂) / C ≈ 1", "test",
+          All((Below("dlr_lr0.05", MF_BOUNDARY), Value("d_eff_rho_per_c_lr0.05", 1.0, "d_eff"),
+               Value("d_eff_util_per_c_lr0.05", 1.0, "d_eff"))),
+          paper="D_eff 99.9 / 99.7 (C = 100), D_LR 0.025", dlr=("dlr_lr0.05",)),
+    Claim("too-large-lazier", "D App. E Fig 15", _TOO_LARGE_QUOTE,
+          "test D_LR at lr 1.6 (the largest rate tried, no blow-up) above lr 0.2", "test",
+          Less("dlr_lr0.2", "dlr_lr1.6"), paper="lazier at the largest stable rate",
+          premise=(_fits("0.2"), _fits("1.6")), dlr=("dlr_lr0.2", "dlr_lr1.6"),
+          note="a network that does not fit its training set is under-trained, not shown lazier"),
+)  # fmt: skip
 """S's table, D App. E and T Table 2.2. A claim whose rates the grid lacks is not judged (the
 small grid has no lr 1.6, ``--scale past-0.2`` none of 0.005 / 0.05)."""
 
