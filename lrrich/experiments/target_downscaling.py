@@ -15,7 +15,8 @@ Expected (seeds 0 / 1 / 2, test images): D_LR rises strictly 0.08 → 0.93 / 0.8
 100. Over those α, S_init falls 0.65 → 0.47 / 0.61 → 0.50 / 0.62 → 0.35, ‖θ‖² falls to ~0.72 of
 its value at α = 1, and NC1 rises 0.18 → 0.87 / 1.96 / 0.90.
 
-Findings (NC1 on other inputs and α ranges, the S_init turn): ``docs/findings/target_downscaling.md``.
+Findings (NC1 on other inputs and α ranges, the S_init turn):
+``docs/findings/target_downscaling.md``.
 """
 
 from __future__ import annotations
@@ -107,12 +108,13 @@ def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], 
     """One seed: a network per α from the same init; the final measures per α and the curves."""
     n = len(data.x_train)
     steps = _presets.paper_steps(n, config.batch_size, config.epochs)
+    log_every = max(steps // config.log_points, 1)
     rows, histories = [], {}
     for alpha in config.alphas:
         model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
         tc = _presets.train_config(config, n, target_downscale=float(alpha), steps=steps)
         model, hist = train(
-            model0, data, tc, key=jax.random.key(seed), log_every=max(steps // config.log_points, 1),
+            model0, data, tc, key=jax.random.key(seed), log_every=log_every,
             eval_size=config.eval_size, run_dir=run_dir / f"alpha_{alpha:g}", progress=True,
         )  # fmt: skip
         m = _measure.prior_measures(model, model0, data.x_train, data.y_train)
@@ -174,68 +176,41 @@ _QUOTE = (
     "and ‖θ‖² 'Invariant to α', NC1 'Opposite direction'"
 )
 _FITS = Premise(
-    "n_alpha_fitted",
-    ">=",
-    3,
+    "n_alpha_fitted", ">=", 3,
     "at least three α fit every training image (D Fig 2(b)'s runs all reach 100 %)",
-)
+)  # fmt: skip
 _OVER_FITTED = "over the α whose runs fit every training image, within each seed"
 ALIGNED = 0.99
 """A Spearman correlation with α above this (in the direction of laziness) is monotone: aligned."""
-PRIOR = (
-    # field, label, the sign of a change that follows laziness
-    ("s_init_test", "S_init", -1),
-    ("param_norm", "‖θ‖²", +1),
-)
+PRIOR = (("s_init_test", "S_init", -1), ("param_norm", "‖θ‖²", +1))
+"""S's 'invariant' prior measures: field, label, the sign of a change that follows laziness."""
 
 
 def _invariant_claim(field: str, label: str, lazier: int) -> Claim:
+    misaligned = f"Spearman(α, {label}) × {lazier:+d} ≤ {ALIGNED} {_OVER_FITTED}"
     return Claim(
-        f"{field.removesuffix('_test')}-invariant",
-        "S's table; D §4 Fig 2(b)",
-        _QUOTE,
-        f"{label} over the fitted α: its value furthest from the smallest α's, as a ratio to "
-        f"it (S: 'invariant'); direction: not monotone in the direction of laziness (D: "
-        "'misalign')",
+        f"{field.removesuffix('_test')}-invariant", "S's table; D §4 Fig 2(b)", _QUOTE,
+        f"{label} over the fitted α: its value furthest from the smallest α's, as a ratio to it "
+        "(S: 'invariant'); direction: not monotone in the direction of laziness (D: 'misalign')",
         "test",
-        Value(
-            f"{field}_worst_ratio",
-            1.0,
-            "invariant",
-            direction=Holds(
-                f"{field}_misaligned",
-                f"Spearman(α, {label}) × {lazier:+d} ≤ {ALIGNED} {_OVER_FITTED}",
-            ),
-        ),
-        paper="invariant to α",
-        premise=(_FITS,),
+        Value(f"{field}_worst_ratio", 1.0, "invariant",
+              direction=Holds(f"{field}_misaligned", misaligned)),
+        paper="invariant to α", premise=(_FITS,),
         note="S_init on the test images; ‖θ‖² has no split" if field == "s_init_test" else "",
-    )
+    )  # fmt: skip
 
 
 CLAIMS = (
-    Claim(
-        "dlr-aligns",
-        "D §4 Fig 2(b); S's table",
-        _QUOTE,
-        "test D_LR strictly increasing in α over the fitted α",
-        "test",
-        Holds("dlr_test_rises", f"test D_LR strictly increasing in α {_OVER_FITTED}"),
-        paper="increases with α (aligned)",
-        premise=(_FITS,),
-    ),
+    Claim("dlr-aligns", "D §4 Fig 2(b); S's table", _QUOTE,
+          "test D_LR strictly increasing in α over the fitted α", "test",
+          Holds("dlr_test_rises", f"test D_LR strictly increasing in α {_OVER_FITTED}"),
+          paper="increases with α (aligned)", premise=(_FITS,)),
     *(_invariant_claim(*p) for p in PRIOR),
-    Claim(
-        "nc1-opposite",
-        "S's table; D §4 Fig 2(b)",
-        _QUOTE,
-        "NC1 of the test features against α over the fitted α (S: 'opposite direction')",
-        "test",
-        Holds("nc1_test_opposite", f"Spearman(α, NC1) < −{ALIGNED} {_OVER_FITTED}"),
-        paper="opposite direction",
-        premise=(_FITS,),
-    ),
-)
+    Claim("nc1-opposite", "S's table; D §4 Fig 2(b)", _QUOTE,
+          "NC1 of the test features against α over the fitted α (S: 'opposite direction')",
+          "test", Holds("nc1_test_opposite", f"Spearman(α, NC1) < −{ALIGNED} {_OVER_FITTED}"),
+          paper="opposite direction", premise=(_FITS,)),
+)  # fmt: skip
 """D Fig 2(b) / S's table, read on the test images over the α whose runs fit (the paper's)."""
 
 
