@@ -131,7 +131,8 @@ def run(config: Config, run_dir: Path) -> dict:
                 one[f"{key}_start"], one[f"{key}_end"] = c[choice][0], c[choice][-1]
                 one[f"{key}_max"] = float(np.nanmax(c[choice]))
                 one[f"{key}_rank"] = c["final_rank"][choice]
-            one[f"{loss}_test_acc"], one[f"{loss}_train_acc"] = c["test_acc"][-1], c["train_acc"][-1]  # fmt: skip
+            one[f"{loss}_test_acc"] = c["test_acc"][-1]
+            one[f"{loss}_train_acc"] = c["train_acc"][-1]
             one[f"{loss}_shift_share_start"] = c["shift_share"][0]
             one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
         one["ce_dlr_by_temperature"] = runs["ce"][1][i]

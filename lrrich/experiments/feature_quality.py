@@ -1,4 +1,4 @@
-"""D Fig 7 / T Fig 7.7: features with higher intensity have higher quality; larger ones improve faster.
+"""D Fig 7 / T Fig 7.7: higher-intensity features have higher quality; larger ones improve faster.
 
 An MLP trained on real MNIST digits (MSE on one-hot targets) is decomposed at every log point
 (T Alg. 1: Nyström on 1,000 fixed training images S_fit, inner products on the 1,000 test images
@@ -72,18 +72,10 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 SCALES = {
     "small": Config(),
     "paper": _presets.paper_scale(
-        Config,
-        "cifar100",
-        model="resnet18",
-        epochs=400,
-        schedule="step",
-        step_every_epochs=60,
-        output_scale=0.1,
-        weight_decay=1e-3,
-        n_fit=5000,
-        n_eval=5000,
+        Config, "cifar100", model="resnet18", epochs=400, schedule="step", step_every_epochs=60,
+        output_scale=0.1, weight_decay=1e-3, n_fit=5000, n_eval=5000,
     ),
-}
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -223,31 +215,21 @@ def _correlation_claim(key: str, source: str, quote: str, quantity: str, note: s
 
 
 CLAIMS = (
-    _correlation_claim(
-        "end_intensity_quality",
-        "D §5 Fig 7; T Fig 7.7",
+    _correlation_claim("end_intensity_quality", "D §5 Fig 7; T Fig 7.7",
         "'feature quality correlates with feature intensity during training' (D §5); 'features "
         "with higher intensity also exhibit higher quality' (T Fig 7.7)",
-        "Spearman(ρ_k, Q*_k) at the end of training, features 2-20 (T §7.3's 'first 20')",
-        _NOTE,
-    ),
-    _correlation_claim(
-        "final_intensity_rate",
-        "D §5 Fig 7; T §7.4.1",
+        "Spearman(ρ_k, Q*_k) at the end of training, features 2-20 (T §7.3's 'first 20')", _NOTE),
+    _correlation_claim("final_intensity_rate", "D §5 Fig 7; T §7.4.1",
         "'... with larger features improving faster' (D §5); 'larger features gain better "
         "quality faster' (T §7.4.1)",
         "Spearman(final ρ_j, rate of quality gain over the first quarter of training)",
-        _NOTE + _TRACKED,
-    ),
-    _correlation_claim(
-        "initial_intensity_rate",
-        "D §5 Fig 7",
+        _NOTE + _TRACKED),
+    _correlation_claim("initial_intensity_rate", "D §5 Fig 7",
         "'... with larger features improving faster' (D §5), read with the intensity at "
         "initialisation",
         "Spearman(ρ_j at initialisation, rate of quality gain over the first quarter)",
-        _NOTE + _TRACKED,
-    ),
-)
+        _NOTE + _TRACKED),
+)  # fmt: skip
 """D §5 / T §7's correlations: significant within every seed (a one-sided Spearman test), and
 positive over the seeds."""
 _CORRELATIONS = ("end_intensity_quality", "final_intensity_rate", "initial_intensity_rate")
@@ -313,8 +295,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     top = min(20, p)
     for j in range(1, top):
         axes[3].plot(epochs, q[:, j], color=plt.get_cmap("plasma")(j / top), lw=1)
-    axes[3].set(xlabel="epoch", ylabel="quality Q*_j(t)",
-                title=f"(d) features 2-{top} followed in time\n(colour: final intensity order)")  # fmt: skip
+    title = f"(d) features 2-{top} followed in time\n(colour: final intensity order)"
+    axes[3].set(xlabel="epoch", ylabel="quality Q*_j(t)", title=title)
     fig.suptitle("feature quality vs intensity over training (D Fig 7, T Fig 7.7)", fontsize=9)
     fig.tight_layout()
     return [save_figure(fig, run_dir / "feature_quality.png")]

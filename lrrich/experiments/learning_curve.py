@@ -80,17 +80,11 @@ SCALES = {
     # T Fig 7.6's FCN on MNIST: width 512, 4 weight layers, weight decay 1e-3
     "fcn": Config(width=512, depth=3, weight_decays=(1e-3,)),
     "paper": _presets.paper_scale(
-        Config,
-        "cifar10",
-        model="resnet18",
-        n_trains=(500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000),
-        weight_decays=(1e-3,),
-        lr=0.05,
-        epochs=200,
-        step_every_epochs=60,
+        Config, "cifar10", model="resnet18", weight_decays=(1e-3,), lr=0.05, epochs=200,
+        n_trains=(500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000), step_every_epochs=60,
         matched_steps=False,
     ),
-}
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
