@@ -30,7 +30,6 @@ NAME = "demo"
 DESCRIPTION = (
     "Main job: exact modes vs gradient flow (diagonal, Saxe); real-MNIST MLP rich vs lazy D_LR"
 )
-PAPER = {}
 _log = logging.getLogger(__name__)  # progress lines; the CLI shows them on stderr
 
 

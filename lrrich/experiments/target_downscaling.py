@@ -35,7 +35,6 @@ from lrrich.trainer import train
 NAME = "target-downscaling"
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
 PAPER = {"dlr_monotone": True}
-MEASURES = ("dlr", "s_init", "param_norm", "nc1")
 
 
 @dataclasses.dataclass(frozen=True)
