@@ -28,17 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.claims import (
-    MF_BOUNDARY,
-    All,
-    Below,
-    Claim,
-    Less,
-    Premise,
-    Value,
-    measured,
-    rf_reference,
-)
+from lrrich.claims import MF_BOUNDARY, All, Below, Claim, Less, Premise, Value
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "resnet-lr"
@@ -222,24 +212,18 @@ def _measured(per_seed: dict, config: Config, data, baseline: list[float]) -> di
         for k in ("d_eff_rho", "d_eff_util"):
             if all(k in r for r in runs):
                 values[f"{k}_per_c_lr{t}"] = [r[k] / c for r in runs]
-    dlr_fields = [f for f in values if f.startswith("dlr_")]
-    ref = rf_reference(len(data.x_test), 8 * config.width, c)
-    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations = []
     if not data.name.startswith("cifar100") or config.width != 64:
         deviations.append(
             f"ResNet18 k = {config.width} on {data.name} (C = {c}) instead of k = 64 on "
             "CIFAR-100 (C = 100): the D_eff claims read D_eff / C"
         )
-    return measured(
-        values,
-        seeds=_presets.seed_list(config),
-        dataset=_data.dataset_text(data),
-        scale=f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD ({config.schedule}), "
-        f"wd {config.weight_decay:g}",
-        baseline={f: baseline for f in dlr_fields},
-        reference={f: ref for f in dlr_fields},
+    scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD ({config.schedule}), "
+    scale += f"wd {config.weight_decay:g}"
+    return _seeds.claims_record(
+        values, config, data, p=8 * config.width, baseline=baseline, scale=scale,
         deviations=deviations,
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
