@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from lrrich.claims import Above, All, Claim, Holds, measured
-from lrrich.experiments import _data, _measure, _presets
+from lrrich.experiments import _data, _measure, _presets, _seeds
 from lrrich.trainer import train
 
 NAME = "feature-quality"
@@ -97,7 +97,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "test_acc_final": float(np.mean([r["test_acc"][-1] for r in runs])),
         "e1_constant_overlap_final": float(np.mean([r["e1_overlap"] for r in runs])),
     }
-    summary |= {k: float(np.mean([s[k] for s in stats])) for k in stats[0] if not k.endswith("_p")}
+    summary |= _seeds.seed_mean(stats, [k for k in stats[0] if not k.endswith("_p")])
     return {
         "summary": summary,
         "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
