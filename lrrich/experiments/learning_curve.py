@@ -10,6 +10,9 @@ run; a sweep sets one of each per run (``lrrich sweep learning-curve --grid n_tr
 Command: ``lrrich run learning-curve --out runs/lc`` (small: a 2-hidden-layer ReLU MLP on nested
 class-balanced subsets of the 4,000 mnist5k images, 14 networks per seed, 3 seeds). ``--scale
 conv``: LeNet-5; ``--scale resnet``: ResNet18 with k = 4; ``--scale fcn``: T Fig 7.6's FCN.
+``--scale paper`` trains λ = 1e-3; its weight-decay panel is a sweep at the full size:
+``lrrich sweep learning-curve --scale paper --grid n_trains=50000 --grid
+weight_decays=0,0.0001,0.0005,0.001``.
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18,
 flat from n = 100 (no critical n), 0.117 with λ = 1e-3; LeNet-5 0.359 → 0.181, falling
 steadily; ResNet18 0.190 → 0.082, below 0.1 from n = 1,000. Seeds 0–2 at n = 4,000: MLP 0.169
