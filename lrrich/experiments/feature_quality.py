@@ -87,6 +87,7 @@ def run(config: Config, run_dir: Path) -> dict:
         )
     seeds = _presets.seed_list(config)
     runs = []
+    # one seed after another: the per-log-point features are a train callback (not train_seeds)
     for seed in seeds:
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
         runs.append(_one_seed(dataclasses.replace(config, seed=seed), sub))

@@ -82,6 +82,7 @@ def run(config: Config, run_dir: Path) -> dict:
     data = _data.load_data(config, "mlp")
     seeds = _presets.seed_list(config)
     per_seed, curves = [], None
+    # one seed after another: the per-log-point measures are a train callback (not train_seeds)
     for seed in seeds:
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
         one, c, total, n_eval = _train_seed(config, data, seed, sub)
