@@ -39,6 +39,9 @@ def test_registered_experiment_follows_the_contract(name):
     for c in exp.claims:
         assert re.search(r"\b[DSTKP]\b", c.source), f"{name}/{c.key}: source names a paper key"
         assert c.quote.strip(), f"{name}/{c.key}: the paper's sentence is quoted"
+    # a --vmap sweep stacks the runs it sees through lrrich.trainer.train, never nets.train
+    by_hand = re.search(r"nets\.train\(|from nets import[^\n]*\btrain\b", inspect.getsource(mod))
+    assert not by_hand, f"{name}: trains through lrrich.trainer.train, not {by_hand.group(0)!r}"
 
 
 def test_the_architecture_page_example_runs(tmp_path):
