@@ -1,26 +1,24 @@
 """T Fig 5.1–5.2: skills emerge in a 2-layer ReLU MLP as the calibrated multilinear model predicts.
 
-2-layer ReLU MLPs learn multitask sparse parity (T App. C.3: n_b = 32 skill bits, m = 3, α = 0.6,
-S = 5, SGD η = 0.05, init std 0.01). The extended multilinear models (:mod:`sims.emergence`) are
-calibrated on single-skill (n_s = 1) networks — 𝓑² and R(0) from R_1(T) (T Eq 5.2), D_c from R_1
-against the training-set size (Eq 5.5), N_c from R_1 against the width (Eq 5.9) — and predict
-when the five skills of n_s = 5 networks emerge in time, data and width (Fig 5.1: network dashed,
-model solid; Fig 5.2: the calibration). Finished panels are cached in ``run_dir/parts``, so
-``--resume`` trains only the panels not yet done.
+2-layer ReLU MLPs (:mod:`nets.skills`) learn multitask sparse parity (T App. C.3: n_b = 32 skill
+bits, m = 3, α = 0.6, S = 5, SGD η = 0.05, init std 0.01). The extended multilinear models
+(:mod:`sims.emergence`) are calibrated on single-skill (n_s = 1) networks — 𝓑² and R(0) from
+R_1(T) (T Eq 5.2), D_c from R_1 against the training-set size (Eq 5.5), N_c from R_1 against the
+width (Eq 5.9) — and predict when the five skills of n_s = 5 networks emerge in time, data and
+width (Fig 5.1: network dashed, model solid; Fig 5.2: the calibration). Finished panels are
+cached in ``run_dir/parts``, so ``--resume`` trains only the panels not yet done.
 
-Command: ``lrrich run emergence`` (reduced panels, two seeds); ``--scale paper`` is T App. C.3
-(10 seeds, an accelerator).
+Command: ``lrrich run emergence`` (reduced panels, two seeds; ``--set n_seeds=3`` for the three
+a claim needs); ``--scale paper`` is T App. C.3 (10 seeds, an accelerator).
 Expected (seeds 0 / 1, each calibrated on its own n_s = 1 networks): 𝓑² = 1/27.5 / 1/23.4,
 D_c = 813 / 647, N_c = 8.06 / 5.62 against the thesis's 1/22, 800 and 4 (networks at their best
 fit, :func:`sims.emergence.expressible_strength`, give N_c = 3.19); the network's step to
-R_k/S = 1/2 over the model's, at the skill farthest from 1: 0.82 / 1.37. Two seeds are fewer than
-the three a claim needs (``--set n_seeds=3``).
+R_k/S = 1/2 over the model's, at the skill farthest from 1: 0.82 / 1.37.
 
 Choices where T is silent or disagrees with itself: the init std is the table's 0.01 (T's text
-says 0.001); the data panel's training sets larger than a batch are sampled with replacement;
-inputs are the raw {0, 1} bits. The networks minimise ½-MSE (T Eq 4.5), so η in Eq 5.2's rate
-2ηP_s(k)𝓑²S is the SGD learning rate. Findings (N_c, the seeds, the init scale, why the small
-scale's cuts leave the verdicts alone): ``docs/findings/emergence.md``.
+says 0.001); training sets larger than a batch are sampled with replacement; inputs are the raw
+{0, 1} bits; η in Eq 5.2's rate 2ηP_s(k)𝓑²S is the SGD rate on the ½-MSE (T Eq 4.5). Findings
+(N_c, the seeds, the init scale): ``docs/findings/emergence.md``.
 """
 
 from __future__ import annotations
@@ -33,15 +31,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from lrrich import io
 from lrrich.claims import Claim, Holds, Premise, Value, measured
 from lrrich.experiments import _measure, _presets
-from nets.config import HParams, TrainConfig, hparams
+from nets.config import TrainConfig
 from nets.data import sparse_parity as sp
-from nets.models import MLP
-from nets.step import Batch, Program, build, run_batches
+from nets.skills import train_skills
 from sims import emergence as em
 
 NAME = "emergence"
@@ -51,71 +47,46 @@ PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.Training):
-    """T §5.2 / App. C.3 (``SCALES["paper"]``); the defaults are the reduced small scale.
+    """T §5.2 / App. C.3 (``SCALES["paper"]``); the defaults are the reduced small scale. The time
+    and data panels train with the ``Training`` fields (T: SGD, η = 0.05), the width panel with
+    ``width_*``; ``seed`` sets the tasks, inits, batches and data sets."""
 
-    The time and data panels train with the :class:`~lrrich.experiments._presets.Training` fields
-    (T: SGD, η = 0.05, no momentum or weight decay), the width panel with its ``width_*`` fields.
-    ``seed`` sets the tasks, initialisations, batches, training sets and held-out sets.
-
-    Attributes:
-      n_seeds: independent networks per point (T Table 5.1: 10 runs).
-      alpha, S, n_b, m: P_s(k) ∝ k^−(α+1), target scale, skill bits, relevant bits per skill.
-      n_s: skills of the prediction networks (the calibration networks have one).
-      init_std: σ of the N(0, σ²) weights (T's table: 0.01).
-      init_bias: biases drawn from N(0, σ²) too (T: "all parameters"; small scale: zero).
-      n_eval: held-out samples per skill for R_k (T: 20,000).
-      time_width, time_batch: the time panel's width and batch (T: 1000, 4000).
-      time_steps_1, time_steps: its n_s = 1 / n_s = 5 steps (T: 3·10^4).
-      time_eval_every: steps between measurements of R_k(T) (T: 50).
-      time_fit_r0: fit Eq 5.2's R(0) with 𝓑² instead of fixing it to the init's σ²/S.
-      data_width, data_batch: the data panel's width and batch (T: 1000, 2000).
-      data_steps_1, data_steps: its n_s = 1 / n_s = 5 steps (T: 5·10^5).
-      data_lr_halving_every: η halved every this many steps (T: 50,000); 0 keeps it constant.
-      data_D_1, data_D: training-set sizes D of the n_s = 1 / n_s = 5 networks.
-      width_lr, width_weight_decay, width_batch: the width panel (T: 10^-3, 5·10^-5, 4000).
-      width_optimizer: ``'adam'`` (coupled L2, T's "Adam ... weight decay"; paper) or ``'adamw'``.
-      width_steps_1, width_steps: its n_s = 1 / n_s = 5 steps (T: 5·10^5).
-      widths_1, widths: hidden widths N of the n_s = 1 / n_s = 5 networks.
-    """
-
-    n_seeds: int = 2
-    alpha: float = 0.6
-    S: float = 5.0
-    n_b: int = 32
-    m: int = 3
-    n_s: int = 5
-    lr: float = 0.05
-    init_std: float = 0.01
-    init_bias: bool = False
-    n_eval: int = 2000
-    time_width: int = 512
-    time_batch: int = 1000
-    time_steps_1: int = 3000
-    time_steps: int = 20_000
-    time_eval_every: int = 100
-    time_fit_r0: bool = False
-    data_width: int = 128
-    data_batch: int = 1000
-    data_steps_1: int = 5000
-    data_steps: int = 25_000
-    data_D_1: tuple[int, ...] = (100, 200, 400, 600, 800, 1200, 2000, 4000)
-    data_D: tuple[int, ...] = (1000, 2000, 4000, 8000, 16_000, 32_000)
-    data_lr_halving_every: int = 0
-    width_lr: float = 1e-3
-    width_weight_decay: float = 5e-5
-    width_batch: int = 1000
-    width_optimizer: str = "adamw"
-    width_steps_1: int = 20_000
-    width_steps: int = 40_000
-    widths_1: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8, 12)
-    widths: tuple[int, ...] = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32)
+    n_seeds: int = 2  # independent networks per point (T Table 5.1: 10 runs)
+    alpha: float = 0.6  # skill frequencies P_s(k) ∝ k^−(α+1)
+    S: float = 5.0  # target scale
+    n_b: int = 32  # skill bits
+    m: int = 3  # relevant bits per skill
+    n_s: int = 5  # skills of the prediction networks (the calibration networks have one)
+    lr: float = 0.05  # SGD η of the time and data panels
+    init_std: float = 0.01  # σ of the N(0, σ²) weights (T's table: 0.01)
+    init_bias: bool = False  # biases drawn from N(0, σ²) too (T: "all parameters")
+    n_eval: int = 2000  # held-out samples per skill for R_k (T: 20,000)
+    time_width: int = 512  # the time panel's width (T: 1000)
+    time_batch: int = 1000  # its batch (T: 4000)
+    time_steps_1: int = 3000  # its n_s = 1 steps (T: 3·10^4)
+    time_steps: int = 20_000  # its n_s = 5 steps (T: 3·10^4)
+    time_eval_every: int = 100  # steps between measurements of R_k(T) (T: 50)
+    time_fit_r0: bool = False  # fit Eq 5.2's R(0) with 𝓑² instead of fixing it to σ²/S
+    data_width: int = 128  # the data panel's width (T: 1000)
+    data_batch: int = 1000  # its batch (T: 2000)
+    data_steps_1: int = 5000  # its n_s = 1 steps (T: 5·10^5)
+    data_steps: int = 25_000  # its n_s = 5 steps (T: 5·10^5)
+    data_D_1: tuple[int, ...] = (100, 200, 400, 600, 800, 1200, 2000, 4000)  # n_s = 1 set sizes D
+    data_D: tuple[int, ...] = (1000, 2000, 4000, 8000, 16_000, 32_000)  # n_s = 5 set sizes D
+    data_lr_halving_every: int = 0  # η halved every this many steps (T: 50,000); 0: constant
+    width_lr: float = 1e-3  # the width panel's learning rate (T: 10^-3)
+    width_weight_decay: float = 5e-5  # its weight decay (T: 5·10^-5)
+    width_batch: int = 1000  # its batch (T: 4000)
+    width_optimizer: str = "adamw"  # "adam" (coupled L2, T's "Adam ... weight decay") or "adamw"
+    width_steps_1: int = 20_000  # its n_s = 1 steps (T: 5·10^5)
+    width_steps: int = 40_000  # its n_s = 5 steps (T: 5·10^5)
+    widths_1: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 8, 12)  # hidden widths N, n_s = 1
+    widths: tuple[int, ...] = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32)  # hidden widths N, n_s = 5
 
     def __post_init__(self):
         n, opt = self.data_lr_halving_every, self.width_optimizer
         if not isinstance(n, int) or n < 0:
-            raise ValueError(
-                f"data_lr_halving_every must be a whole number of steps ≥ 0, got {n!r}"
-            )
+            raise ValueError(f"data_lr_halving_every must be a step count ≥ 0, got {n!r}")
         if opt not in ("adam", "adamw"):
             raise ValueError(f"width_optimizer must be 'adam' or 'adamw' (T: Adam), got {opt!r}")
 
@@ -123,50 +94,23 @@ class Config(_presets.Training):
 SCALES = {
     "small": Config(),
     "paper": Config(
-        n_seeds=10,
-        n_eval=20_000,
-        time_width=1000,
-        time_batch=4000,
-        time_steps_1=30_000,
-        time_steps=30_000,
+        n_seeds=10, n_eval=20_000, init_bias=True,
+        time_width=1000, time_batch=4000, time_steps_1=30_000, time_steps=30_000,
         time_eval_every=50,
-        data_width=1000,
-        data_batch=2000,
-        data_steps_1=500_000,
-        data_steps=500_000,
+        data_width=1000, data_batch=2000, data_steps_1=500_000, data_steps=500_000,
         data_D_1=(100, 200, 400, 600, 800, 1000, 1500, 2000, 4000),
-        data_D=(1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
-        data_lr_halving_every=50_000,
-        width_optimizer="adam",
-        init_bias=True,
-        width_batch=4000,
-        width_steps_1=500_000,
-        width_steps=500_000,
-        widths_1=(1, 2, 3, 4, 5, 6, 8, 10, 12),
-        widths=(2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 30),
+        data_D=(1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000), data_lr_halving_every=50_000,
+        width_optimizer="adam", width_batch=4000, width_steps_1=500_000, width_steps=500_000,
+        widths_1=(1, 2, 3, 4, 5, 6, 8, 10, 12), widths=(2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 30),
     ),
     "tiny": Config(
-        n_seeds=1,
-        n_s=3,
-        n_eval=256,
-        time_width=32,
-        time_batch=128,
-        time_steps_1=200,
-        time_steps=300,
-        time_eval_every=50,
-        data_width=16,
-        data_batch=128,
-        data_steps_1=100,
-        data_steps=100,
-        data_D_1=(20, 200),
+        n_seeds=1, n_s=3, n_eval=256,
+        time_width=32, time_batch=128, time_steps_1=200, time_steps=300, time_eval_every=50,
+        data_width=16, data_batch=128, data_steps_1=100, data_steps=100, data_D_1=(20, 200),
         data_D=(50, 400),
-        width_batch=128,
-        width_steps_1=100,
-        width_steps=100,
-        widths_1=(1, 4),
-        widths=(2, 8),
+        width_batch=128, width_steps_1=100, width_steps=100, widths_1=(1, 4), widths=(2, 8),
     ),
-}
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -178,21 +122,13 @@ def run(config: Config, run_dir: Path) -> dict:
         timing[f"{name}_s"] = time.perf_counter() - t0
         timing[f"{name}_cpu_s"] = time.process_time() - c0
     tm, da, wi = parts["time"], parts["data"], parts["width"]
-    Rt = tm["R_net"].mean(0)
-    summary = {
-        "B2": tm["B2"],
-        "1/B2": 1.0 / tm["B2"],
-        "r0_over_S": tm["r0_over_S"],
-        "B2_joint": tm["B2_joint"],
-        "r0_over_S_joint": tm["r0_over_S_joint"],
-        "D_c": da["D_c"],
-        "N_c": wi["N_c"],
-        "N_c_expressible": wi["N_c_expressible"],
-        "emergence_step_net": [_half_step(tm["steps"], Rt[:, k]) for k in range(config.n_s)],
-        "emergence_step_model": [
-            _half_step(tm["steps"], tm["R_model"][:, k]) for k in range(config.n_s)
-        ],
-    }
+    summary = {"B2": tm["B2"], "1/B2": 1.0 / tm["B2"]}
+    summary |= {k: tm[k] for k in ("r0_over_S", "B2_joint", "r0_over_S_joint")}
+    summary |= {"D_c": da["D_c"], "N_c": wi["N_c"], "N_c_expressible": wi["N_c_expressible"]}
+    for name, R in (("net", tm["R_net"].mean(0)), ("model", tm["R_model"])):
+        summary[f"emergence_step_{name}"] = [
+            _half_step(tm["steps"], R[:, k]) for k in range(config.n_s)
+        ]
     for name, part in parts.items():  # the data panel's model is per seed, the others' shared
         for sfx in ("_1", ""):
             net = part[f"R_net{sfx}"] if name == "data" else part[f"R_net{sfx}"].mean(0)
@@ -200,170 +136,13 @@ def run(config: Config, run_dir: Path) -> dict:
     return {"summary": summary, **parts, "timing": timing, "measured": _measured(parts, config)}
 
 
-def train_skills(
-    task: sp.SparseParityTask,
-    widths: Sequence[int],
-    key: jax.Array,
-    *,
-    steps: int,
-    eval_every: int,
-    batch: int,
-    train: TrainConfig,
-    init_std: float,
-    n_eval: int,
-    n_streams: int = 1,
-    data: tuple[jax.Array, jax.Array, jax.Array] | None = None,
-    init_bias: bool = False,
-) -> np.ndarray:
-    """n_streams × len(widths) 2-layer ReLU MLPs trained on ½-MSE; R_k/S every ``eval_every`` steps.
-
-    One jitted program: a vmap over streams and widths of :func:`nets.step.run_batches` inside a
-    scan over the evaluations. A stream feeds its networks fresh samples every step (``data=None``,
-    D → ∞) or a fixed set ``data = (x, y, D)`` of shapes (G, D_pad, n_s + n_b), (G, D_pad), (G,):
-    full-batch where D ≤ ``batch``, else minibatches drawn with replacement. ``train`` is the
-    optimizer part of a :class:`nets.TrainConfig` (one step is one epoch of its ``schedule``);
-    ``init_std``, ``init_bias``: :func:`init_networks`; ``n_eval``: held-out samples per skill.
-
-    Returns:
-      (G, K, steps // eval_every + 1, n_s) skill strengths R_k/S (T Eq 4.7), index 0 at init.
-    """
-    if steps < 1 or eval_every < 1 or steps % eval_every:
-        raise ValueError(
-            f"steps ({steps}) must be a positive multiple of eval_every ({eval_every})"
-        )
-    G, K = int(n_streams), len(widths)
-    if data is not None and (data[0].shape[0] != G or data[0].shape[1] < batch):
-        raise ValueError(
-            f"data x must have shape (n_streams={G}, D_pad >= batch={batch}, n_s + n_b), "
-            f"got {data[0].shape}"
-        )
-    k_init, k_train, k_eval = jax.random.split(key, 3)
-    graphdef, params = init_networks(task, list(widths) * G, init_std, k_init, init_bias)
-    program, hp = skill_trainer(task, max(int(w) for w in widths), init_std, train, steps)
-    # one program (eagerly, the vmapped init compiled each of its primitives separately)
-    state = jax.jit(jax.vmap(lambda p: program.init(nnx.merge(graphdef, p), hp)))(params)
-    state = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), state)
-    measure = _skill_readout(program, task, k_eval, n_eval, (G, K))
-
-    def stream(st_g, keys_g, set_g):  # the K networks of one stream, len(keys_g) steps
-        def batch_of(_, k):  # every network of the stream draws the stream's minibatch
-            x, y, w = _minibatch(k, task, batch, set_g)
-            return Batch(x, y, k_train, w)  # no augmentation: the key is unused
-
-        return jax.vmap(lambda st: run_batches(program, st, batch_of, keys_g, hp)[0])(st_g)
-
-    @jax.jit
-    def run(st, sets):  # training sets are arguments, not constants baked into the program
-        def chunk(carry, i):
-            keys = jax.random.split(jax.random.fold_in(k_train, i), eval_every)
-            per_stream = jax.vmap(lambda k: jax.random.split(k, G))(keys)  # (eval_every, G)
-            carry = jax.vmap(stream, in_axes=(0, 1, 0))(carry, per_stream, sets)
-            return carry, measure(carry)
-
-        _, R = jax.lax.scan(chunk, st, jnp.arange(steps // eval_every))
-        return jnp.concatenate([measure(st)[None], R])  # (n_points, G, K, n_s)
-
-    return np.moveaxis(np.asarray(run(state, data)), 0, 2)
-
-
-def init_networks(
-    task: sp.SparseParityTask,
-    widths: Sequence[int],
-    init_std: float,
-    key: jax.Array,
-    init_bias: bool = False,
-) -> tuple[nnx.GraphDef, nnx.State]:
-    """A stack of 2-layer ReLU MLPs, one per width, as (graphdef, params stacked on axis 0).
-
-    Every network has max(widths) hidden units; those beyond its own width start at zero (in-
-    and out-weights, bias) and stay there under SGD/Adam(W) (ReLU'(0) = 0), so all widths share
-    one compiled program. ``init_bias``: biases from N(0, σ²) too (else zero).
-    """
-    if len(widths) == 0 or min(widths) < 1:
-        raise ValueError(f"widths must be a non-empty sequence of integers >= 1, got {widths}")
-    H = max(int(w) for w in widths)
-
-    def make(k, w=H):
-        model = MLP(task.in_dim, (H,), 1, activation="relu", init="normal", init_std=init_std,
-                    rngs=nnx.Rngs(params=k))  # fmt: skip
-        if init_bias:  # a key of its own: the weights are those of init_bias=False
-            k1, k2 = jax.random.split(jax.random.fold_in(k, 1))
-            for layer, kb in ((model.layers[0], k1), (model.head, k2)):
-                b = layer.bias[...]
-                layer.bias[...] = init_std * jax.random.normal(kb, b.shape, b.dtype)
-        mask = (jnp.arange(H) < w).astype(model.head.kernel[...].dtype)
-        model.layers[0].kernel[...] = model.layers[0].kernel[...] * mask
-        model.layers[0].bias[...] = model.layers[0].bias[...] * mask
-        model.head.kernel[...] = model.head.kernel[...] * mask[:, None]
-        return nnx.split(model)
-
-    graphdef = nnx.eval_shape(lambda: make(key))[0]  # structure only, no compute
-    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(len(widths)))
-    params = jax.jit(jax.vmap(lambda k, w: make(k, w)[1]))(keys, jnp.asarray(widths))
-    return graphdef, params
-
-
-def skill_trainer(
-    task: sp.SparseParityTask, width: int, init_std: float, train: TrainConfig, steps: int
-) -> tuple[Program, HParams]:
-    """The :mod:`nets.step` program and hyper-parameters of the skill networks (½-MSE).
-
-    T Eq 4.5's ½-MSE is the library's MSE with output and target scale 1/√2 (the same gradient);
-    the readout R_k uses the unscaled f.
-    """
-    half = 1 / np.sqrt(2.0)
-    cfg = dataclasses.replace(train, loss="mse", output_scale=half, target_scale=half)
-    built = []
-
-    def structure():  # traced only: the program needs shapes, no parameter is drawn
-        model = MLP(task.in_dim, (width,), 1, activation="relu", init="normal",
-                    init_std=init_std, rngs=nnx.Rngs(0))  # fmt: skip
-        program, _, hp = build(model, cfg, num_classes=1, steps_per_epoch=1, total_steps=steps)
-        built.append(program)
-        return hp
-
-    dtype = jax.eval_shape(structure).lr.dtype
-    return built[0], hparams(cfg, dtype)
-
-
 def data_train_config(config: Config) -> TrainConfig:
     """The data panel's optimizer: ``config``'s SGD, η halved every ``data_lr_halving_every``
     steps (T App. C.3) when that is > 0."""
     if not config.data_lr_halving_every:
         return _presets.train_config(config)
-    return _presets.train_config(
-        config, schedule="step", step_every_epochs=config.data_lr_halving_every, step_factor=0.5
-    )
-
-
-def _skill_readout(program: Program, task, key, n_eval: int, stack: tuple[int, int]):
-    """R_k/S = E[f · S g_k]/S² (T Eq 4.7) of (G, K) stacked networks, on ``n_eval`` held-out
-    samples of each skill drawn from ``key``."""
-    x, y = jax.jit(
-        jax.vmap(lambda k: sp.sample_skill(jax.random.fold_in(key, k), task, k, n_eval)[:2])
-    )(jnp.arange(task.n_s))
-    x = x.reshape(task.n_s * n_eval, task.in_dim)  # y: (n_s, n_eval), y = S g_k
-
-    def f(s):  # the unscaled network output f(x)
-        return nnx.merge(program.graphdef_eval, s.trainable, s.rest)(x)[:, 0]
-
-    def measure(st):
-        out = jax.vmap(jax.vmap(f))(st).reshape(*stack, task.n_s, n_eval)
-        return jnp.mean(out * y, -1) / task.S**2
-
-    return measure
-
-
-def _minibatch(k, task, batch: int, data):
-    """(x, y, weights) of one step: fresh samples, or drawn from a fixed set (x, y, D)."""
-    if data is None:
-        b = sp.sample_sparse_parity(k, task, batch)
-        return b.x, b.y, jnp.ones_like(b.y)
-    x, y, size = data
-    full = size <= batch
-    idx = jnp.where(full, jnp.arange(batch), jax.random.randint(k, (batch,), 0, size))
-    w = jnp.where(full, jnp.arange(batch) < size, True).astype(y.dtype)
-    return x[idx], y[idx], w
+    halving = dict(step_every_epochs=config.data_lr_halving_every, step_factor=0.5)
+    return _presets.train_config(config, schedule="step", **halving)
 
 
 def _task(config: Config, n_s: int) -> sp.SparseParityTask:
@@ -374,8 +153,8 @@ def _task(config: Config, n_s: int) -> sp.SparseParityTask:
 
 
 def _skills(config: Config, n_s: int, key, widths, steps: int, batch: int, train, **kw):
-    """:func:`train_skills` on the ``n_s``-skill task with ``config``'s init and held-out set; by
-    default one stream per seed, measured at the end only."""
+    """:func:`nets.skills.train_skills` on the ``n_s``-skill task with ``config``'s init and
+    held-out set; by default one stream per seed, measured at the end only."""
     kw = {"eval_every": steps, "n_streams": config.n_seeds, **kw}
     return train_skills(
         _task(config, n_s), [int(w) for w in widths], key, steps=steps, batch=batch, train=train,
@@ -402,12 +181,9 @@ def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
     R = _skills(config, n_s, jax.random.fold_in(key, 10**6), [config.data_width], steps,
                 config.data_batch, data_train_config(config), n_streams=len(d),
                 data=(x, y, sizes))  # fmt: skip
-    shape = (config.n_seeds, len(Ds), n_s)  # R after training, per seed and D
-    return {
-        "D": np.asarray(Ds),
-        "d_k": np.asarray(d).reshape(shape),
-        "R": R[:, 0, -1].reshape(shape),
-    }
+    shape = (config.n_seeds, len(Ds), n_s)
+    R = R[:, 0, -1].reshape(shape)  # after training, per seed and D
+    return {"D": np.asarray(Ds), "d_k": np.asarray(d).reshape(shape), "R": R}
 
 
 def _width_nets(config: Config, n_s: int, widths: Sequence[int], steps: int) -> dict:
@@ -498,9 +274,8 @@ def _calibrate_time(config: Config, steps, R1) -> tuple[tuple[float, float], tup
     eta = _eta(config)
     joint = em.calibrate_time(steps, R1, 1.0, 1.0, eta)
     if config.time_fit_r0:
-        fixed = joint
-    else:
-        fixed = em.calibrate_time(steps, R1, 1.0, 1.0, eta, r0_grid=[config.init_std**2 / config.S])
+        return tuple(map(float, joint)), tuple(map(float, joint))
+    fixed = em.calibrate_time(steps, R1, 1.0, 1.0, eta, r0_grid=[config.init_std**2 / config.S])
     return tuple(map(float, fixed)), tuple(map(float, joint))
 
 
@@ -539,13 +314,11 @@ def _measured(parts: dict, config: Config) -> dict:
         d_k, R_d = da["d_k_1"][s].reshape(-1), da["R_net_1"][s].reshape(-1)
         values["D_c"].append(float(em.calibrate_data(d_k, R_d, 1.0)))
         values["N_c"].append(float(em.calibrate_width(wi["widths_1"], wi["R_net_1"][s, :, 0], 1.0)))
-    deviations = []
-    if config.time_width < 1000 or config.n_eval < 20_000:
-        deviations.append(
-            f"reduced scale: time panel width {config.time_width} (T: 1000), "
-            f"{config.n_eval:,} held-out samples per skill (T: 20,000), fewer steps per panel "
-            "(Config)"
-        )
+    full = config.time_width >= 1000 and config.n_eval >= 20_000
+    reduced = (
+        f"reduced scale: time panel width {config.time_width} (T: 1000), {config.n_eval:,} "
+        "held-out samples per skill (T: 20,000), fewer steps per panel (Config)"
+    )
     return measured(
         values,
         seeds=[config.seed + s for s in range(config.n_seeds)],
@@ -553,85 +326,50 @@ def _measured(parts: dict, config: Config) -> dict:
         f"α = {config.alpha:g}), R_k on held-out samples",
         scale=f"2-layer ReLU MLP, time panel width {config.time_width}, {config.time_steps:,} "
         f"steps for n_s = {config.n_s}",
-        deviations=deviations,
+        deviations=[] if full else [reduced],
     )
-
-
-_ONE_SKILL = "calibrated on one seed's n_s = 1 networks (T: 10 runs, Table 5.1)"
 
 
 def _constant(key: str, place: str, quote: str, what: str, value: float, paper: str, **kw):
     """The claim that a calibrated constant is the thesis's value (T §5.2)."""
-    what = f"{what}, {_ONE_SKILL}"
+    what = f"{what}, calibrated on one seed's n_s = 1 networks (T: 10 runs, Table 5.1)"
     return Claim(key, place, quote, what, "test", Value(key, value, "constant"), paper=paper, **kw)
 
 
 CLAIMS = (
-    _constant(
-        "B2",
-        "T §5.2 Fig 5.2(a), Eq 5.2",
-        "We observe that 𝓑² = 1/22 fits the NN trained on one skill",
-        "𝓑² from R_1(T)",
-        1 / 22,
-        "1/22 = 0.0455",
-    ),  # fmt: skip
-    _constant(
-        "D_c",
-        "T §5.2 Fig 5.2(b), Eq 5.5",
-        "We observe that D_c = 800 approximates the data emergence for the n_s = 1 system",
-        "D_c from R_1 vs training-set size D",
-        800.0,
-        "800",
-    ),  # fmt: skip
-    _constant(
-        "N_c",
-        "T §5.2 Fig 5.2(c), Eq 5.9",
-        "We observe that N_c = 4 fits the parameter emergence for the n_s = 1 system",
-        "N_c from R_1 vs width N",
-        4.0,
-        "4",
-        note="networks at their best fit (expressible_strength) give N_c = 3.19; narrow "
-        "networks stop at local minima below that ceiling, more often the smaller the init "
-        "(docs/findings/emergence.md)",
-    ),  # fmt: skip
-    Claim(
-        "prediction",
-        "T §5.2 Fig 5.1(a)",
-        "the calibrated model predicts emergence in the n_s = 5 system (time, Fig 5.1(a))",
-        "n_s = 5: the network's step to R_k/S = 1/2 over the model's, the skill farthest from "
-        "1 (model calibrated on the same seed)",
-        "test",
-        Value(
-            "emergence_step_ratio",
-            1.0,
-            "constant",
-            direction=Holds(
-                "skills_in_order",
-                "network and model reach R_k/S = 1/2 in the order of skill frequency",
-            ),
-        ),
-        paper="the model tracks the network",
-        premise=(
-            Premise(
-                "model_emerges",
-                ">=",
-                1,
-                "the calibrated model reaches R_k/S = 1/2 on every skill within the run",
-            ),
-        ),
-        note="the model's emergence step scales as 1/𝓑² (T Eq 5.2), so the calibrated "
-        "constants' 25 % carries over to the predicted steps; a skill the network has not reached "
-        "by the end of the run counts at the next log step (a lower bound)",
-    ),
-)
+    _constant("B2", "T §5.2 Fig 5.2(a), Eq 5.2",
+              "We observe that 𝓑² = 1/22 fits the NN trained on one skill",
+              "𝓑² from R_1(T)", 1 / 22, "1/22 = 0.0455"),
+    _constant("D_c", "T §5.2 Fig 5.2(b), Eq 5.5",
+              "We observe that D_c = 800 approximates the data emergence for the n_s = 1 system",
+              "D_c from R_1 vs training-set size D", 800.0, "800"),
+    _constant("N_c", "T §5.2 Fig 5.2(c), Eq 5.9",
+              "We observe that N_c = 4 fits the parameter emergence for the n_s = 1 system",
+              "N_c from R_1 vs width N", 4.0, "4",
+              note="networks at their best fit (expressible_strength) give N_c = 3.19; narrow "
+              "networks stop at local minima below that ceiling, more often the smaller the init "
+              "(docs/findings/emergence.md)"),
+    Claim("prediction", "T §5.2 Fig 5.1(a)",
+          "the calibrated model predicts emergence in the n_s = 5 system (time, Fig 5.1(a))",
+          "n_s = 5: the network's step to R_k/S = 1/2 over the model's, the skill farthest from "
+          "1 (model calibrated on the same seed)",
+          "test",
+          Value("emergence_step_ratio", 1.0, "constant", direction=Holds(
+              "skills_in_order",
+              "network and model reach R_k/S = 1/2 in the order of skill frequency")),
+          paper="the model tracks the network",
+          premise=(Premise("model_emerges", ">=", 1,
+                           "the calibrated model reaches R_k/S = 1/2 on every skill within the "
+                           "run"),),
+          note="the model's emergence step scales as 1/𝓑² (T Eq 5.2), so the calibrated "
+          "constants' 25 % carries over to the predicted steps; a skill the network has not "
+          "reached by the end of the run counts at the next log step (a lower bound)"),
+)  # fmt: skip
 """T §5.2's calibrated constants and the n_s = 5 prediction, each read per seed (T: 10 seeds)."""
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
-    """T Fig 5.1 (n_s = 5 prediction) and Fig 5.2 (n_s = 1 calibration); network dashed, model solid."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """``emergence.png`` (T Fig 5.1, n_s = 5) and ``emergence_calibration.png`` (Fig 5.2)."""
     import matplotlib.pyplot as plt
 
     tm, da, wi, sm = results["time"], results["data"], results["width"], results["summary"]

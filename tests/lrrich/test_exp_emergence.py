@@ -5,15 +5,13 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
-from flax import nnx
 
 from lrrich import claims, registry
 from lrrich.experiments import emergence as em_exp
 from lrrich.runner import run_experiment
-from nets import TrainConfig
-from nets.data.sparse_parity import make_sparse_parity, sample_skill, sample_sparse_parity
+from nets.data.sparse_parity import make_sparse_parity
+from nets.skills import skill_trainer
 
 
 def test_registered_with_thesis_constants_and_paper_setting():
@@ -66,87 +64,9 @@ def test_tiny_run_structure_figures_report_and_resume(tmp_path):
     assert again["summary"] == s
 
 
-def _reference_skills(task, widths, key, steps, eval_every, batch, tx, init_std, n_eval, data):
-    """Independent trainer: the ½-MSE gradient of T Eq 4.5 written out, optax applied directly."""
-    G, K = data[0].shape[0], len(widths)
-    k_init, k_train, k_eval = jax.random.split(key, 3)
-    graphdef, params = em_exp.init_networks(task, list(widths) * G, init_std, k_init)
-    params = jax.tree.map(lambda a: a.reshape(G, K, *a.shape[1:]), params)
-    held = [
-        sample_skill(jax.random.fold_in(k_eval, k), task, k, n_eval)[:2] for k in range(task.n_s)
-    ]
-    ev_x = jnp.concatenate([h[0] for h in held])
-    ev_y = jnp.stack([h[1] for h in held])
-
-    def f(p, x):
-        return nnx.merge(graphdef, p)(x)[:, 0]
-
-    def loss(p, x, y, w):
-        out = jax.vmap(jax.vmap(f, (0, None)))(p, x)  # (G, K, B)
-        return 0.5 * jnp.sum(
-            jnp.sum(w[:, None] * (out - y[:, None]) ** 2, -1) / jnp.sum(w, -1)[:, None]
-        )
-
-    @jax.jit  # each piece one program (eagerly, every primitive compiles on its own)
-    def measure(p):
-        out = jax.vmap(jax.vmap(lambda q: f(q, ev_x)))(p).reshape(G, K, task.n_s, n_eval)
-        return jnp.mean(out * ev_y, -1) / task.S**2
-
-    @jax.jit
-    def update(params, opt, x, y):
-        up, opt = tx.update(jax.grad(loss)(params, x, y, jnp.ones_like(y)), opt, params)
-        return optax.apply_updates(params, up), opt
-
-    opt = jax.jit(tx.init)(params)
-    R = [measure(params)]
-    for i in range(steps // eval_every):
-        for k in jax.random.split(jax.random.fold_in(k_train, i), eval_every):
-            keys = jax.random.split(k, G)
-            idx = [
-                jax.random.randint(kk, (batch,), 0, s) for kk, s in zip(keys, data[2], strict=True)
-            ]
-            x = jnp.stack([data[0][g][idx[g]] for g in range(G)])
-            y = jnp.stack([data[1][g][idx[g]] for g in range(G)])
-            params, opt = update(params, opt, x, y)
-        R.append(measure(params))
-    return np.moveaxis(np.stack(R), 0, 2)
-
-
-@pytest.mark.parametrize("name", ["sgd", "adamw"])
-def test_train_skills_is_the_library_step_and_matches_a_direct_gradient(name):
-    """train_skills (vmap of nets.step.step) = an independent ½-MSE gradient loop, to float32."""
-    task = make_sparse_parity(jax.random.key(0), 2, 8, 2, 0.6, 3.0, dtype=jnp.float32)
-    pool = sample_sparse_parity(jax.random.key(1), task, 64)
-    data = (pool.x[None].repeat(2, 0), pool.y[None].repeat(2, 0), jnp.array([48, 64]))
-    lr = 0.05 if name == "sgd" else 1e-2
-    kw = dict(steps=6, eval_every=3, batch=16, init_std=0.3, n_eval=32)
-    got = em_exp.train_skills(
-        task, [3, 5], jax.random.key(2), train=TrainConfig(optimizer=name, lr=lr, weight_decay=1e-3),
-        n_streams=2, data=data, **kw,
-    )  # fmt: skip
-    tx = optax.sgd(lr) if name == "sgd" else optax.adamw(lr, weight_decay=1e-3)
-    if name == "sgd":
-        tx = optax.chain(optax.add_decayed_weights(1e-3), tx)
-    ref = _reference_skills(task, [3, 5], jax.random.key(2), tx=tx, data=data, **kw)
-    assert got.shape == (2, 2, 3, task.n_s)
-    assert np.abs(ref[..., -1, :] - ref[..., 0, :]).max() > 1e-3  # the networks did learn
-    np.testing.assert_allclose(got, ref, rtol=2e-4, atol=1e-6)
-
-
-def test_bias_init_and_width_optimizer_readings(monkeypatch):
-    """init_bias draws N(0, σ²) biases for live units only, keeping the weights; the width panel
-    trains with config.width_optimizer; an unknown optimizer is refused."""
-    task = make_sparse_parity(jax.random.key(0), 1, 8, 3, 0.6, 5.0, dtype=jnp.float32)
-    _, plain = em_exp.init_networks(task, [2, 5], 0.1, jax.random.key(1))
-    _, biased = em_exp.init_networks(task, [2, 5], 0.1, jax.random.key(1), init_bias=True)
-    np.testing.assert_array_equal(
-        plain["layers"][0]["kernel"][...], biased["layers"][0]["kernel"][...]
-    )
-    b = np.asarray(biased["layers"][0]["bias"][...])  # (2 networks, 5 units)
-    assert np.all(b[0, 2:] == 0) and np.all(b[0, :2] != 0) and np.all(b[1] != 0)
-    assert 0.01 < np.std(b[b != 0]) < 1.0 and np.all(np.asarray(biased["head"]["bias"][...]) != 0)
-    assert np.all(np.asarray(plain["layers"][0]["bias"][...]) == 0)
-
+def test_width_panel_reads_its_optimizer_and_bias_init(monkeypatch):
+    """The width panel trains with config.width_optimizer and init_bias; an unknown optimizer is
+    refused."""
     seen = []
 
     def fake(task, widths, key, *, train, **kw):
@@ -168,7 +88,7 @@ def test_data_panel_halves_the_learning_rate(monkeypatch):
 
     cfg = dataclasses.replace(em_exp.SCALES["tiny"], data_lr_halving_every=3)
     task = make_sparse_parity(jax.random.key(0), 1, 8, 3, 0.6, 5.0, dtype=jnp.float32)
-    program, hp = em_exp.skill_trainer(task, 4, 0.01, em_exp.data_train_config(cfg), steps=10)
+    program, hp = skill_trainer(task, 4, 0.01, em_exp.data_train_config(cfg), steps=10)
     for s in range(10):
         want = cfg.lr * 0.5 ** (s // 3)
         assert float(learning_rate(program, hp, jnp.asarray(s))) == pytest.approx(want, rel=1e-6)
