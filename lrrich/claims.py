@@ -47,7 +47,7 @@ the **isotropic reference** (:func:`metrics.random_feature_dlr`), what Gaussian 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -354,6 +354,31 @@ class Claim:
     def fields(self) -> tuple[str, ...]:
         """Every result field the claim reads (relation and premise)."""
         return tuple(dict.fromkeys(self.relation.fields() + tuple(p.field for p in self.premise)))
+
+
+def quoting(source: str, quote: str, split: str = "test", **shared) -> Callable[..., Claim]:
+    """The claims of one quoted passage or table of a paper, one call a row.
+
+    Args:
+      source, quote, split: the :class:`Claim` fields every row shares.
+      shared: further Claim fields of every row (e.g. a ``premise``, a ``note``).
+
+    Returns:
+      ``row(key, quantity, relation, paper="", **kw) -> Claim``; ``kw`` (any Claim field,
+      ``source`` and ``quote`` too) wins over the shared ones.
+
+    Example::
+
+        row = quoting("S's table; D Fig 4", "'... D_LR 0.51; after grokking ... 0.11'")
+        CLAIMS = (row("dlr-before", "test D_LR at step 200", Value("dlr_before", 0.51, "dlr"),
+                      "0.51", dlr=("dlr_before",)),)
+    """
+
+    def row(key: str, quantity: str, relation, paper: str = "", **kw) -> Claim:
+        fields = {"source": source, "quote": quote, "split": split, **shared, **kw}
+        return Claim(key, quantity=quantity, relation=relation, paper=paper, **fields)
+
+    return row
 
 
 # ---------------------------------------------------------------------------- the records

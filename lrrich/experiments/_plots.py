@@ -72,3 +72,26 @@ def seed_dots(ax, xs, values, fmt: str = "s-", *, color="C0", label=None) -> Non
     for x, vs in zip(xs, vals, strict=True):
         ax.plot([x] * len(vs), vs, "o", color="grey", ms=3)
     ax.plot(xs, [vs.mean() for vs in vals], fmt, color=color, label=label)
+
+
+def step_figure(
+    panels: dict, *, log: bool = True, cmap: str | None = None, size=(4.0, 3.4), **axis
+):
+    """(figure, its axes) of logged values against the optimizer step: a panel per ``title →
+    lines`` of ``panels``, a line per ``(curve, key, label)`` (``curve``: a run's logged columns,
+    ``"step"`` among them), the legend on the first panel; ``log``: a log step axis (step 0 at
+    1); ``cmap``: a panel's lines in order along this colour map (default: the colour cycle);
+    ``size``: (width, height) of a panel; ``axis``: every panel's ``ax.set`` (``ylabel``, …)."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(size[0] * len(panels), size[1]),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for ax, (title, lines) in zip(axes[0], panels.items(), strict=True):
+        for n, (curve, key, label) in enumerate(lines):
+            steps = np.asarray(curve["step"], float)
+            color = mpl.colormaps[cmap](n / max(len(lines) - 1, 1)) if cmap else None
+            ax.plot(np.maximum(steps, 1.0) if log else steps, curve[key], color=color, label=label)
+        ax.set(xscale="log" if log else "linear", xlabel="step", title=title, **axis)
+    axes[0, 0].legend(fontsize=7)
+    return fig, axes[0]

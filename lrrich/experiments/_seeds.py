@@ -133,6 +133,20 @@ def claims_record(values: dict, config, data, *, p, baseline, scale: str, deviat
     )
 
 
+def train_run(model, data, train_config, config, run_dir: Path, *, seed: int | None = None, **kw):
+    """(trained model, history) of one resumable :func:`lrrich.trainer.train` of ``model``:
+    minibatches ordered by ``jax.random.key(seed)`` (default ``config.seed``), a log point every
+    ``config.log_every`` steps and a checkpoint every ``config.checkpoint_every`` (a
+    :class:`~lrrich.experiments._presets.StepTraining`'s fields) into ``run_dir``, resumed from
+    the last; ``kw``: ``train``'s other arguments (``eval_size``, ``metrics``, ``callback``, …)."""
+    from lrrich.trainer import train
+
+    key = jax.random.key(config.seed if seed is None else seed)
+    return train(model, data, train_config, key=key, log_every=config.log_every,
+                 run_dir=Path(run_dir), checkpoint_every=config.checkpoint_every, resume=True,
+                 progress=True, **kw)  # fmt: skip
+
+
 def _nan(v):
     return np.nan if v is None else v
 

@@ -1,14 +1,11 @@
 """P §6.1 / App. G (Theorem G.2, Fig 6a): λ-balanced linear networks turn from sigmoidal to
 exponential modes as λ grows, and from rich to lazy.
 
-Mode transition: a square network (d = h = c = 3) on Σ_yx = diag(σ) from a small, unaligned
-λ-balanced init; the mode strengths (W₂W₁)_ii/σ_i against t for several λ, the closed form
-:func:`sims.lambda_balanced.solve` (dashed) over plain gradient descent on W₁, W₂ (solid). At
-λ = 0 the modes are sigmoidal and learned one after the other (Saxe); as λ grows they become the
-exponential saturation of a linear model (P Eq 69–70). Phase diagram: the NTK kernel distance
-S(0, t_end) over relative scale λ × absolute scale (:func:`sims.lambda_balanced.phase_diagram`),
-with the final loss. "Absolute scale" is ``balanced_init``'s ``scale`` (the size of the balanced
-part of the weights): the paper's definition was lost in extraction.
+A square network (d = h = c = 3) on Σ_yx = diag(σ) from a small λ-balanced init: the mode
+strengths (W₂W₁)_ii/σ_i against t per λ, closed form (dashed) over gradient descent (solid),
+sigmoidal at λ = 0 (Saxe), exponential as λ grows (P Eq 69–70); and the NTK kernel distance
+S(0, t_end) over relative scale λ × absolute scale, ``balanced_init``'s ``scale`` (the paper's
+definition was lost in extraction).
 
 Command: ``lrrich run lambda-balanced`` (one exact computation, no seeds).
 Expected: S ≈ 0.27 along λ = 0 at every absolute scale (rich), S < 0.01 where |λ| ≫ scale² (lazy),
@@ -31,7 +28,6 @@ from sims import simulate
 
 NAME = "lambda-balanced"
 DESCRIPTION = "P §6.1/App. G: sigmoidal→exponential modes as λ grows; NTK phase diagram"
-PAPER = {"figure": "position paper Figure 6(a)", "rich region": "small |λ| (balanced layers)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,27 +50,18 @@ SCALES = {"small": Config(), "paper": Config(n_points=500, lr=2e-4)}
 def run(config: Config, run_dir: Path) -> dict:
     """The mode strengths, closed form and gradient descent, per λ; the (λ, scale) phase diagram."""
     sig = jnp.diag(jnp.asarray(config.sigmas, dtype=jnp.float64))
-    k = len(config.sigmas)
-    key = jax.random.key(config.seed)
-    lams = jnp.asarray(config.lams, dtype=jnp.float64)
-    inits = jax.vmap(lambda lam: lb.balanced_init(key, k, k, k, config.init_scale, lam))(lams)
-    every = max(1, round(config.t_end / config.lr / config.n_points))
-    n_steps = every * config.n_points
+    k, key = len(config.sigmas), jax.random.key(config.seed)
+    init = lambda lam: lb.balanced_init(key, k, k, k, config.init_scale, lam)
+    inits = jax.vmap(init)(jnp.asarray(config.lams, dtype=jnp.float64))
+    every = max(1, round(config.t_end / config.lr / config.n_points))  # steps between saves
     t = jnp.arange(config.n_points + 1) * every * config.lr
     theory = jax.vmap(lambda a, b: lb.solve(a, b, sig, t).network)(*inits)
-    gd = jax.jit(jax.vmap(lambda a, b: _gradient_descent(a, b, sig, config.lr, n_steps, every)))(
-        *inits
-    )
+    n_steps = every * config.n_points
+    gd = jax.jit(jax.vmap(lambda a, b: _gradient_descent(a, b, sig, config.lr, n_steps, every)))
     modes_theory = jnp.diagonal(theory, axis1=-2, axis2=-1) / sig.diagonal()
-    modes_gd = jnp.diagonal(gd, axis1=-2, axis2=-1) / sig.diagonal()
-    pd = lb.phase_diagram(
-        key,
-        sig,
-        jnp.asarray(config.grid_lams, dtype=jnp.float64),
-        jnp.asarray(config.grid_scales, dtype=jnp.float64),
-        k,
-        config.grid_t_end,
-    )
+    modes_gd = jnp.diagonal(gd(*inits), axis1=-2, axis2=-1) / sig.diagonal()
+    grids = (jnp.asarray(g, dtype=jnp.float64) for g in (config.grid_lams, config.grid_scales))
+    pd = lb.phase_diagram(key, sig, *grids, k, config.grid_t_end)
     dist = np.asarray(pd.kernel_distance)
     i0 = int(np.argmin(np.abs(np.asarray(config.grid_lams))))
     summary = {
@@ -83,19 +70,10 @@ def run(config: Config, run_dir: Path) -> dict:
         "kernel distance at max |lambda|, smallest scale": float(max(dist[0, 0], dist[-1, 0])),
         "kernel distance max over grid": float(dist.max()),
     }
-    return {
-        "summary": summary,
-        "t": t,
-        "lams": config.lams,
-        "sigmas": config.sigmas,
-        "modes_theory": modes_theory,
-        "modes_gd": modes_gd,
-        "grid_lams": config.grid_lams,
-        "grid_scales": config.grid_scales,
-        "kernel_distance": dist,
-        "loss": np.asarray(pd.loss),
-        "measured": _measured(summary, config),
-    }
+    return {"summary": summary, "t": t, "lams": config.lams, "sigmas": config.sigmas,
+            "modes_theory": modes_theory, "modes_gd": modes_gd, "grid_lams": config.grid_lams,
+            "grid_scales": config.grid_scales, "kernel_distance": dist,
+            "loss": np.asarray(pd.loss), "measured": _measured(summary, config)}  # fmt: skip
 
 
 def _gradient_descent(W1, W2, sig, lr, n_steps, every):
@@ -105,81 +83,62 @@ def _gradient_descent(W1, W2, sig, lr, n_steps, every):
 
 
 def _measured(summary: dict, config: Config) -> dict:
-    """The one exact computation the claims read (:func:`lrrich.claims.measured`): gradient
-    descent against the closed form, and the kernel distance at λ = 0 (the smallest over all
-    absolute scales) and at the largest |λ| (smallest scale)."""
+    """The one exact computation the claims read: GD against the closed form; the kernel distance
+    at λ = 0 (the smallest over the absolute scales) and at the largest |λ| (smallest scale)."""
+    values = {
+        "gd_error": "max |theory - GD| mode strength",  # field → its summary key
+        "kernel_distance_balanced": "kernel distance at lambda=0 (min over scales)",
+        "kernel_distance_unbalanced": "kernel distance at max |lambda|, smallest scale",
+    }
     return measured(
-        {
-            "gd_error": [summary["max |theory - GD| mode strength"]],
-            "kernel_distance_balanced": [summary["kernel distance at lambda=0 (min over scales)"]],
-            "kernel_distance_unbalanced": [
-                summary["kernel distance at max |lambda|, smallest scale"]
-            ],
-        },
-        exact=True,
+        {field: [summary[key]] for field, key in values.items()}, exact=True,
         dataset=f"Σ_yx = diag({', '.join(f'{s:g}' for s in config.sigmas)})",
         scale=f"lambdas {', '.join(f'{v:g}' for v in config.lams)}, GD lr {config.lr:g}, "
         f"t = {config.t_end:g}; phase diagram {len(config.grid_lams)} lambdas x "
         f"{len(config.grid_scales)} scales, t = {config.grid_t_end:g}",
-    )
+    )  # fmt: skip
 
 
 CLAIMS = (
-    Claim(
-        "gd-vs-closed-form",
-        "P App. G Theorem G.2, §6.1",
-        "the exact dynamics of a λ-balanced square linear network (Theorem G.2); 'smaller λ "
-        "(balanced layers) leads to nonlinear dynamics similar to greedy dynamics'",
-        "mode strengths (W₂W₁)ᵢᵢ/σᵢ, max error of gradient descent against the closed form",
-        "exact",
-        Value("gd_error", 0.0, "gd_discretisation"),
-        paper="exact solution",
-    ),
-    Claim(
-        "rich-to-lazy",
-        "P App. G Fig 6(a)",
-        "larger weight imbalance (in any direction) leads the transition from the rich to the "
-        "lazy regime in square linear neural networks",
-        "NTK kernel distance S(0, t_end): largest |λ| (smallest scale) below λ = 0 (smallest "
-        "over every scale)",
-        "exact",
-        Less("kernel_distance_unbalanced", "kernel_distance_balanced"),
-        paper="rich (large) at λ = 0, lazy (small) at large |λ|",
-    ),
-)
-"""P §6.1 / App. G as one exact computation (fixed seed, no training noise)."""
+    Claim("gd-vs-closed-form", "P App. G Theorem G.2, §6.1",
+          "the exact dynamics of a λ-balanced square linear network (Theorem G.2); 'smaller λ "
+          "(balanced layers) leads to nonlinear dynamics similar to greedy dynamics'",
+          "mode strengths (W₂W₁)ᵢᵢ/σᵢ, max error of gradient descent against the closed form",
+          "exact", Value("gd_error", 0.0, "gd_discretisation"), paper="exact solution"),
+    Claim("rich-to-lazy", "P App. G Fig 6(a)",
+          "larger weight imbalance (in any direction) leads the transition from the rich to the "
+          "lazy regime in square linear neural networks",
+          "NTK kernel distance S(0, t_end): largest |λ| (smallest scale) below λ = 0 (smallest "
+          "over every scale)",
+          "exact", Less("kernel_distance_unbalanced", "kernel_distance_balanced"),
+          paper="rich (large) at λ = 0, lazy (small) at large |λ|"),
+)  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``modes_vs_lambda.png`` (mode strengths vs t per λ) and ``phase_diagram.png``."""
     import matplotlib.pyplot as plt
 
-    t = np.asarray(results["t"])
-    th = np.asarray(results["modes_theory"])
-    gd = np.asarray(results["modes_gd"])
+    t, th, gd = (np.asarray(results[k]) for k in ("t", "modes_theory", "modes_gd"))
     lams = results["lams"]
-    fig, axes = plt.subplots(1, len(lams), figsize=(3.2 * len(lams), 3.0), sharey=True)
-    axes = np.atleast_1d(axes)
-    for ax, lam, a, b in zip(axes, lams, th, gd, strict=True):
+    fig, axes = plt.subplots(1, len(lams), figsize=(3.2 * len(lams), 3.0), sharey=True,
+                             squeeze=False)  # fmt: skip
+    for ax, lam, a, b in zip(axes[0], lams, th, gd, strict=True):
         for i, s in enumerate(results["sigmas"]):
             ax.plot(t, b[:, i], lw=2, alpha=0.6, label=f"σ={s:g} (GD)")
             ax.plot(t, a[:, i], "--", color="k", lw=1)
         ax.set(title=f"λ = {lam:g}", xlabel="t")
-    axes[0].set_ylabel("mode strength (W₂W₁)ᵢᵢ / σᵢ")
-    axes[0].legend(fontsize=7, title="dashed: exact", title_fontsize=7)
+    axes[0, 0].set_ylabel("mode strength (W₂W₁)ᵢᵢ / σᵢ")
+    axes[0, 0].legend(fontsize=7, title="dashed: exact", title_fontsize=7)
     paths = [save_figure(fig, Path(run_dir) / "modes_vs_lambda.png")]
 
-    lam_grid = np.asarray(results["grid_lams"])
-    sc = np.asarray(results["grid_scales"])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, key, label in (
-        (axes[0], "kernel_distance", "log₁₀ NTK kernel distance S(0, t_end)"),
-        (axes[1], "loss", "log₁₀ final loss"),
-    ):
+    labels = {"kernel_distance": "log₁₀ NTK kernel distance S(0, t_end)",
+              "loss": "log₁₀ final loss"}  # fmt: skip
+    for ax, (key, label) in zip(axes, labels.items(), strict=True):
         z = np.log10(np.maximum(np.asarray(results[key]), 1e-300)).T
-        im = ax.pcolormesh(lam_grid, sc, z, shading="nearest", cmap="viridis")
+        im = ax.pcolormesh(results["grid_lams"], results["grid_scales"], z, shading="nearest")
         ax.set(yscale="log", xlabel="relative scale λ", ylabel="absolute scale")
         ax.set_title(label, fontsize=9)
         fig.colorbar(im, ax=ax)
-    paths.append(save_figure(fig, Path(run_dir) / "phase_diagram.png"))
-    return paths
+    return paths + [save_figure(fig, Path(run_dir) / "phase_diagram.png")]

@@ -1,17 +1,15 @@
 """K Fig 3 and Fig 4: the single hidden neuron f(x) = a wᵀx, exact theory over gradient flow.
 
 Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ = a² − ‖w‖², from
-the same β₀ (‖β₀‖ = ‖β*‖ = 1, nearly orthogonal) on whitened input: the raw (a, w) gradient flow
-of ½‖X a w − y‖² integrated by :func:`sims.gradient_flow` (solid) against
-:func:`sims.single_neuron.solve` (K Eq 16–17, dashed). Fig 4a: the β = a w trajectories of the
-same flows. Fig 4b: a rank-one X (n = 1, d = 2): the interpolant the flow reaches as δ varies,
-against the closed form of K Eq 72 and the convex program of K Theorem 3.1.
+one β₀ on whitened input: the raw (a, w) gradient flow (solid) against the closed form of K Eq
+16–17 (dashed). Fig 4a: the β = a w paths of the same flows. Fig 4b: a rank-one X: the
+interpolant the flow reaches as δ varies, against K Eq 72 and the program of K Theorem 3.1.
 
 Command: ``lrrich run kunin-single-neuron`` (one exact computation, no seeds).
-Expected: theory and simulation agree to ~1e-10 (summary ``fig3_max_err_*``); upstream (δ ≫ 0)
-stays lazy (S(0, ∞) ≈ 0), balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0) is lazy
-first and rich later (S rises only after t ≈ |δ|); in Fig 4b the reached interpolant moves from
-the minimum-norm solution (δ ≫ 0) towards the direction of β₀ (δ ≪ 0), as Eq 72 says.
+Expected: theory and simulation agree to ~1e-10; upstream (δ ≫ 0) stays lazy (S(0, ∞) ≈ 0),
+balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0) is lazy first and rich later (after
+t ≈ |δ|); in Fig 4b the interpolant moves from the minimum-norm solution (δ ≫ 0) towards the
+direction of β₀ (δ ≪ 0), as Eq 72 says.
 """
 
 from __future__ import annotations
@@ -36,71 +34,55 @@ DESCRIPTION = (
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """K Fig 3–4; the defaults are the small scale.
+    """K Fig 3–4; the defaults are the small scale."""
 
-    Attributes:
-      seed: PRNG seed of X, y and Fig 4b's rank-one X.
-      deltas: balances δ of Fig 3 / 4a.
-      beta0_angle: angle of β₀ from β*, in units of π (0.5: orthogonal).
-      beta0_norm: ‖β₀‖.
-      n_samples: rows of the whitened X.
-      t_max, n_times: the last time and the number of saved times (log-spaced after t = 0).
-      bias_deltas, bias_beta0_norm, bias_t_max: Fig 4b's δ, ‖β₀‖ and last time.
-    """
-
-    seed: int = 0
-    deltas: tuple[float, ...] = (-10.0, -1.0, 0.0, 1.0, 10.0)
-    beta0_angle: float = 0.45
-    beta0_norm: float = 1.0
-    n_samples: int = 5
-    t_max: float = 100.0
-    n_times: int = 120
-    bias_deltas: tuple[float, ...] = (-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0)
-    bias_beta0_norm: float = 0.5
-    bias_t_max: float = 200.0
+    seed: int = 0  # PRNG seed of X, y and Fig 4b's rank-one X
+    deltas: tuple[float, ...] = (-10.0, -1.0, 0.0, 1.0, 10.0)  # balances δ of Fig 3 / 4a
+    beta0_angle: float = 0.45  # angle of β₀ from β*, in units of π (0.5: orthogonal)
+    beta0_norm: float = 1.0  # ‖β₀‖
+    n_samples: int = 5  # rows of the whitened X
+    t_max: float = 100.0  # the last saved time
+    n_times: int = 120  # saved times (t = 0, then log-spaced)
+    bias_deltas: tuple[float, ...] = (-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0)  # Fig 4b
+    bias_beta0_norm: float = 0.5  # Fig 4b's ‖β₀‖
+    bias_t_max: float = 200.0  # Fig 4b's last time
 
 
 SCALES = {
-    "paper": Config(
-        deltas=(-10.0, -3.0, -1.0, -0.3, 0.0, 0.3, 1.0, 3.0, 10.0),
-        n_times=300,
-        bias_deltas=tuple(float(x) for x in np.linspace(-4.0, 4.0, 33)),
-    )
-}
+    "paper": Config(deltas=(-10.0, -3.0, -1.0, -0.3, 0.0, 0.3, 1.0, 3.0, 10.0), n_times=300,
+                    bias_deltas=tuple(float(x) for x in np.linspace(-4.0, 4.0, 33)))
+}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
     """Integrate the flows, evaluate the closed forms, and save everything the plots need."""
     kx, ky, kb = jax.random.split(jax.random.key(config.seed), 3)
-    fig3 = _trajectories(config, kx, ky)
-    bias, flips = _implicit_bias(config, kb)
-    sim, theory = fig3["sim"], fig3["theory"]
-    reached, X, y = bias["reached"], bias["X"], bias["y"]
+    fig3, (bias, flips) = _trajectories(config, kx, ky), _implicit_bias(config, kb)
+    sim, theory, reached = fig3["sim"], fig3["theory"], bias["reached"]
+    err = lambda a, b: float(jnp.max(jnp.abs(a - b)))
+    summary = {f"fig3_max_err_{k}": err(theory[k], sim[k]) for k in ("mu", "phi", "S")}
+    summary.update(fig4a_max_err_beta=err(theory["beta"], sim["beta"]),
+                   fig4b_max_err_eq72=err(bias["eq72"], reached),
+                   fig4b_max_err_program=err(bias["program"], reached),
+                   fig4b_max_residual=float(jnp.max(jnp.abs(reached @ bias["X"].T - bias["y"]))),
+                   fig4b_sign_flips=flips)  # fmt: skip
+    ends = zip(config.deltas, np.asarray(sim["S"][:, -1]), strict=True)
+    summary.update({f"S_final_delta_{d:g}": float(v) for d, v in ends})
+    return {"summary": summary, "measured": _measured(summary, config), **fig3, "bias": bias}
 
-    def err(x, y_):
-        return float(jnp.max(jnp.abs(x - y_)))
 
-    summary = {
-        "fig3_max_err_mu": err(theory["mu"], sim["mu"]),
-        "fig3_max_err_phi": err(theory["phi"], sim["phi"]),
-        "fig3_max_err_S": err(theory["S"], sim["S"]),
-        "fig4a_max_err_beta": err(theory["beta"], sim["beta"]),
-        "fig4b_max_err_eq72": err(bias["eq72"], reached),
-        "fig4b_max_err_program": err(bias["program"], reached),
-        "fig4b_max_residual": float(jnp.max(jnp.abs(reached @ X.T - y))),
-        "fig4b_sign_flips": flips,
-    }
-    for dl, s_end in zip(config.deltas, np.asarray(sim["S"][:, -1]), strict=True):
-        summary[f"S_final_delta_{dl:g}"] = float(s_end)
-    record = _measured(summary, config)
-    return {"summary": summary, "measured": record, **fig3, "bias": bias}
+def _flows(beta0, deltas, t, X, y):
+    """a₀ > 0 and w₀ per δ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1), and the
+    raw (a, w) gradient flows of ½‖X a w − y‖² from them."""
+    a0 = jnp.sqrt((jnp.sqrt(deltas**2 + 4.0 * (beta0 @ beta0)) + deltas) / 2.0)
+    w0 = beta0 / a0[:, None]
+    flow = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))
+    return a0, w0, flow(a0, w0)
 
 
 def _trajectories(config: Config, kx, ky) -> dict:
-    """Fig 3 / 4a: μ, φ, S(0, t) and β(t) of the flow and the closed form, per δ.
-
-    Whitened data: X (n, 2) with orthonormal columns, y with Xᵀy = β* a unit vector at π/4.
-    """
+    """Fig 3 / 4a: μ, φ, S(0, t) and β(t) of the flow and the closed form, per δ, on whitened
+    data: X (n, 2) with orthonormal columns, y with Xᵀy = β* a unit vector at π/4."""
     X, _ = jnp.linalg.qr(jax.random.normal(kx, (config.n_samples, 2)))
     beta_star = jnp.array([1.0, 1.0]) / jnp.sqrt(2.0)
     noise = jax.random.normal(ky, (config.n_samples,))
@@ -109,64 +91,38 @@ def _trajectories(config: Config, kx, ky) -> dict:
     beta0 = config.beta0_norm * jnp.array([jnp.cos(ang), jnp.sin(ang)])
     t = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-3, config.t_max, config.n_times - 1)])
     deltas = jnp.asarray(config.deltas)
-    a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
-    flow = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))
-    sim = flow(a0, w0)
+    a0, w0, sim = _flows(beta0, deltas, t, X, y)
     theory = jax.vmap(lambda a, w: sn.solve(a, w, beta_star, t))(a0, w0)
     mu_s, phi_s, S_s = jax.vmap(_mu_phi_S, (0, 0, None, None))(sim["a"], sim["w"], beta_star, X)
     _, _, S_t = jax.vmap(_mu_phi_S, (0, 0, None, None))(theory.a, theory.w, beta_star, X)
-    return {
-        "t": t,
-        "deltas": deltas,
-        "sim": {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": sim["a"][..., None] * sim["w"]},
-        "theory": {"mu": theory.mu, "phi": theory.phi, "S": S_t, "beta": theory.beta},
-        "beta_star": beta_star,
-    }
+    sim = {"mu": mu_s, "phi": phi_s, "S": S_s, "beta": sim["a"][..., None] * sim["w"]}
+    exact = {"mu": theory.mu, "phi": theory.phi, "S": S_t, "beta": theory.beta}
+    return {"t": t, "deltas": deltas, "sim": sim, "theory": exact, "beta_star": beta_star}
 
 
 def _implicit_bias(config: Config, key) -> tuple[dict, int]:
-    """Fig 4b: a rank-one X (n = 1, d = 2), whose interpolants {β : Xβ = y} form a line; the β
-    paths per δ and where they end, K Eq 72 and K Theorem 3.1's program; and how many of the
-    flows change the sign of a."""
+    """Fig 4b: a rank-one X (1, 2), whose interpolants {β : Xβ = y} form a line: the β paths per
+    δ, where they end, K Eq 72, K Theorem 3.1's program; how many flows change the sign of a."""
     X, y = jax.random.normal(key, (1, 2)), jnp.array([1.0])
     v = jnp.linalg.svd(X)[2][-1]  # unit null vector
     beta_min = jnp.linalg.pinv(X) @ y
     ang = jnp.pi * 0.6
     beta0 = config.bias_beta0_norm * jnp.array([jnp.cos(ang), jnp.sin(ang)])
     deltas = jnp.asarray(config.bias_deltas)
-    a0, w0 = jax.vmap(_init, (None, 0))(beta0, deltas)
     t = jnp.concatenate([jnp.zeros(1), jnp.geomspace(1e-2, config.bias_t_max, 80)])
-    flow = jax.vmap(lambda a, w: gradient_flow(sn.loss, {"a": a, "w": w}, t, (X, y), atol=1e-16))
-    sim = flow(a0, w0)
+    a0, _, sim = _flows(beta0, deltas, t, X, y)
     paths = sim["a"][..., None] * sim["w"]
     reached = paths[:, -1]
     flips = np.asarray(sim["a"][:, -1] * a0 < 0)
+    cases = list(zip(deltas, flips, strict=True))
     eq72, program = (
-        jnp.stack(
-            [f(X, y, beta0, d, a_changes_sign=bool(s)) for d, s in zip(deltas, flips, strict=True)]
-        )
+        jnp.stack([f(X, y, beta0, d, a_changes_sign=bool(s)) for d, s in cases])
         for f in (sn.implicit_bias_1d, sn.implicit_bias)
     )
-    return {
-        "deltas": deltas,
-        "X": X,
-        "y": y,
-        "v": v,
-        "beta_min": beta_min,
-        "beta0": beta0,
-        "paths": paths,
-        "reached": reached,
-        "eq72": eq72,
-        "program": program,
-        "alpha_reached": (reached - beta_min) @ v,
-        "alpha_eq72": (eq72 - beta_min) @ v,
-    }, int(flips.sum())
-
-
-def _init(beta0, delta):
-    """a₀ > 0 and w₀ with a₀w₀ = β₀ and a₀² − ‖w₀‖² = δ (K Eq. 34, η_a = η_w = 1)."""
-    a0 = jnp.sqrt((jnp.sqrt(delta**2 + 4.0 * (beta0 @ beta0)) + delta) / 2.0)
-    return a0, beta0 / a0
+    out = dict(deltas=deltas, X=X, y=y, v=v, beta_min=beta_min, beta0=beta0, paths=paths,
+               reached=reached, eq72=eq72, program=program)  # fmt: skip
+    out.update(alpha_reached=(reached - beta_min) @ v, alpha_eq72=(eq72 - beta_min) @ v)
+    return out, int(flips.sum())
 
 
 def _mu_phi_S(a, w, beta_star, X):
@@ -179,58 +135,39 @@ def _mu_phi_S(a, w, beta_star, X):
 def _measured(summary: dict, config: Config) -> dict:
     """The one exact computation the claims read (:func:`lrrich.claims.measured`)."""
     errs = [summary[f"fig3_max_err_{k}"] for k in ("mu", "phi", "S")]
-    s_end = [summary[f"S_final_delta_{d:g}"] for d in sorted(config.deltas)]  # down … upstream
+    deltas = sorted(config.deltas)  # down … upstream
+    s_end = [summary[f"S_final_delta_{d:g}"] for d in deltas]
+    ends = [f"S(0, t_max) {v:.2g} at δ = {d:g}" for d, v in zip(deltas, s_end, strict=True)]
     return measured(
-        {
-            "theory_flow_error": [max(*errs, summary["fig4a_max_err_beta"])],
-            "eq72_error": [summary["fig4b_max_err_eq72"]],
-            "S_falls_with_delta": [float(len(s_end) > 1 and np.all(np.diff(s_end) < 0))],
-        },
-        exact=True,
-        dataset=f"whitened X, {config.n_samples} samples; rank-one X for Fig 4b",
+        {"theory_flow_error": [max(*errs, summary["fig4a_max_err_beta"])],
+         "eq72_error": [summary["fig4b_max_err_eq72"]],
+         "S_falls_with_delta": [float(len(s_end) > 1 and np.all(np.diff(s_end) < 0))]},
+        exact=True, dataset=f"whitened X, {config.n_samples} samples; rank-one X for Fig 4b",
         scale=f"deltas {', '.join(f'{d:g}' for d in config.deltas)}, t_max {config.t_max:g}; "
-        + ", ".join(
-            f"S(0, t_max) {v:.2g} at δ = {d:g}"
-            for d, v in zip(sorted(config.deltas), s_end, strict=True)
-        ),
-    )
+        f"{', '.join(ends)}",
+    )  # fmt: skip
 
 
 CLAIMS = (
-    Claim(
-        "theory-flow",
-        "K Fig 3, Fig 4 (left), Eq 16-17",
-        "Our theoretical predictions (black dashed lines) agree with gradient flow simulations "
-        "(solid lines)",
-        "max error of μ, φ, S and β = a w, closed form vs the integrated gradient flow",
-        "exact",
-        Value("theory_flow_error", 0.0, "closed_form"),
-        paper="agree",
-    ),
-    Claim(
-        "implicit-bias",
-        "K §3 Eq 72, Theorem 3.1, Fig 4 (right)",
-        "the interpolant gradient flow reaches from a rank-one X minimises the δ-dependent "
-        "implicit bias (Eq 72)",
-        "max error of Eq 72 against the interpolant the flow reaches",
-        "exact",
-        Value("eq72_error", 0.0, "closed_form"),
-        paper="agree",
-    ),
-    Claim(
-        "kernel-distance-vs-delta",
-        "K Fig 3",
-        "For upstream initializations (δ ≫ 0) ... S remains near zero, indicative of the lazy "
-        "regime. For balanced initializations (δ = 0) ... S quickly moves away from zero, "
-        "indicative of the rich regime; downstream (δ ≪ 0): S remains small before a sudden "
-        "transition towards one",
-        "kernel distance S(0, t_max) falls strictly as δ grows (values in the scale column)",
-        "exact",
-        Holds("S_falls_with_delta", "S(0, t_max) strictly decreasing in δ"),
-        paper="upstream lazy, balanced rich, downstream rich later",
-    ),
-)
-"""K Fig 3 and Fig 4 as one exact computation (no seeds, no training noise)."""
+    Claim("theory-flow", "K Fig 3, Fig 4 (left), Eq 16-17",
+          "Our theoretical predictions (black dashed lines) agree with gradient flow simulations "
+          "(solid lines)",
+          "max error of μ, φ, S and β = a w, closed form vs the integrated gradient flow", "exact",
+          Value("theory_flow_error", 0.0, "closed_form"), paper="agree"),
+    Claim("implicit-bias", "K §3 Eq 72, Theorem 3.1, Fig 4 (right)",
+          "the interpolant gradient flow reaches from a rank-one X minimises the δ-dependent "
+          "implicit bias (Eq 72)",
+          "max error of Eq 72 against the interpolant the flow reaches", "exact",
+          Value("eq72_error", 0.0, "closed_form"), paper="agree"),
+    Claim("kernel-distance-vs-delta", "K Fig 3",
+          "For upstream initializations (δ ≫ 0) ... S remains near zero, indicative of the lazy "
+          "regime. For balanced initializations (δ = 0) ... S quickly moves away from zero, "
+          "indicative of the rich regime; downstream (δ ≪ 0): S remains small before a sudden "
+          "transition towards one",
+          "kernel distance S(0, t_max) falls strictly as δ grows (values in the scale column)",
+          "exact", Holds("S_falls_with_delta", "S(0, t_max) strictly decreasing in δ"),
+          paper="upstream lazy, balanced rich, downstream rich later"),
+)  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
@@ -238,57 +175,50 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    t, deltas = np.asarray(results["t"]), np.asarray(results["deltas"])
-    sim, th = results["sim"], results["theory"]
-    colors, by_delta = _delta_colours(deltas)
+    def style_key(theory: str) -> list:  # which line is which (colour is δ: the colour bar)
+        return [Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
+                Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}")]  # fmt: skip
 
+    t, deltas = np.asarray(results["t"]), np.asarray(results["deltas"])
+    sim, th = ({k: np.asarray(v) for k, v in results[r].items()} for r in ("sim", "theory"))
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
-    ylabels = (
-        "μ = a‖w‖ (signed size of β = a w)",
-        "φ = cos∠(w, β*) (alignment with β*)",
-        "S(0, t) (kernel distance from t = 0)",
-    )
+    colors = _delta_colours(fig, axes[-1], deltas)
+    ylabels = ("μ = a‖w‖ (signed size of β = a w)", "φ = cos∠(w, β*) (alignment with β*)",
+               "S(0, t) (kernel distance from t = 0)")  # fmt: skip
     for key, ax, ylabel in zip(("mu", "phi", "S"), axes, ylabels, strict=True):
-        for i in range(len(deltas)):
-            ax.plot(t[1:], np.asarray(sim[key])[i, 1:], color=colors[i], lw=2)
-            ax.plot(t[1:], np.asarray(th[key])[i, 1:], "k--", lw=0.9)
+        for i, color in enumerate(colors):
+            ax.plot(t[1:], sim[key][i, 1:], color=color, lw=2)
+            ax.plot(t[1:], th[key][i, 1:], "k--", lw=0.9)
         ax.set(xscale="log", xlabel="t (gradient-flow time)", ylabel=ylabel)
-    axes[0].legend(handles=_style_key("exact solution (K Eq. 16–17)"), fontsize=7)
-    _delta_bar(fig, by_delta, axes[-1], deltas)
+    axes[0].legend(handles=style_key("exact solution (K Eq. 16–17)"), fontsize=7)
     fig.suptitle("K Fig 3: single neuron, simulation (solid) vs exact solution (dashed)")
     paths = [io.save_figure(fig, run_dir / "fig3_mu_phi_S.png")]
 
-    b = {k: np.asarray(v) for k, v in results["bias"].items()}
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
     ax = axes[0]
-    for i in range(len(deltas)):
-        bs, bt = np.asarray(sim["beta"])[i], np.asarray(th["beta"])[i]
-        ax.plot(bs[:, 0], bs[:, 1], color=colors[i], lw=2)
+    for bs, bt, color in zip(sim["beta"], th["beta"], _delta_colours(fig, ax, deltas), strict=True):
+        ax.plot(bs[:, 0], bs[:, 1], color=color, lw=2)
         ax.plot(bt[:, 0], bt[:, 1], "k--", lw=0.9)
     ax.plot(*np.asarray(results["beta_star"]), "k*", ms=12, ls="")
-    ax.set(
-        aspect="equal", xlabel="β₁ (first coordinate of β = a w)", ylabel="β₂ (second coordinate)"
-    )
+    ax.set(aspect="equal", xlabel="β₁ (first coordinate of β = a w)",
+           ylabel="β₂ (second coordinate)")  # fmt: skip
     ax.set_title("(a) whitened X: β(t) from the same β₀", fontsize=10)
     star_key = Line2D([], [], color="k", marker="*", ms=10, ls="", label="β* = Xᵀy (target)")
-    ax.legend(handles=[*_style_key("exact β(t)"), star_key], fontsize=7)
-    _delta_bar(fig, by_delta, ax, deltas)
-
-    ax, bcol = axes[1], _delta_colours(b["deltas"])
+    ax.legend(handles=[*style_key("exact β(t)"), star_key], fontsize=7)
+    ax, b = axes[1], {k: np.asarray(v) for k, v in results["bias"].items()}
+    colors = _delta_colours(fig, ax, b["deltas"])
     along = (b["paths"].reshape(-1, 2) - b["beta_min"]) @ b["v"]
     ends = np.array([along.min() - 0.2, along.max() + 0.2])[:, None]
     line = b["beta_min"][None, :] + ends * b["v"][None, :]
     ax.plot(line[:, 0], line[:, 1], color="0.55", lw=1, label="Xβ = y (the interpolants)")
-    for i, p in enumerate(b["paths"]):
-        ax.plot(p[:, 0], p[:, 1], color=bcol[0][i], lw=1.5)
+    for p, color in zip(b["paths"], colors, strict=True):
+        ax.plot(p[:, 0], p[:, 1], color=color, lw=1.5)
     ax.plot(b["eq72"][:, 0], b["eq72"][:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
     ax.plot(*b["beta0"], "ks", ms=5, label="β₀ (start)")
-    ax.plot([], [], color=bcol[0][len(b["deltas"]) // 2], lw=1.5, label="simulation: gradient flow")
+    ax.plot([], [], color=colors[len(b["deltas"]) // 2], lw=1.5, label="simulation: gradient flow")
     ax.set(aspect="equal", xlabel="β₁", ylabel="β₂")
     ax.set_title(f"(b) rank-one X = {np.round(b['X'][0], 2)}, y = {b['y'][0]:g}", fontsize=10)
     ax.legend(fontsize=7)
-    _delta_bar(fig, bcol[1], ax, b["deltas"])
-
     ax = axes[2]
     ax.plot(b["deltas"], b["alpha_reached"], "o", color="C0", label="simulation: gradient flow")
     ax.plot(b["deltas"], b["alpha_eq72"], "k--", label="theory: K Eq. 72")
@@ -299,27 +229,15 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     return paths + [io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png")]
 
 
-def _delta_colours(deltas: np.ndarray):
-    """One colour per δ from a map without light shades, and the mappable of a colour bar whose
-    ticks are those δ (evenly spaced, whatever their values)."""
+def _delta_colours(fig, ax, deltas: np.ndarray) -> np.ndarray:
+    """One colour per δ from a map without light shades, keyed by a colour bar beside ``ax``
+    whose ticks are those δ (evenly spaced, whatever their values)."""
     import matplotlib as mpl
 
     colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(deltas)))
     norm = mpl.colors.BoundaryNorm(np.arange(len(deltas) + 1) - 0.5, len(deltas))
-    return colours, mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(colours))
-
-
-def _delta_bar(fig, mappable, ax, deltas: np.ndarray):
+    mappable = mpl.cm.ScalarMappable(norm=norm, cmap=mpl.colors.ListedColormap(colours))
     bar = fig.colorbar(mappable, ax=ax, ticks=np.arange(len(deltas)), fraction=0.06, pad=0.02)
     bar.ax.set_yticklabels([f"{d:g}" for d in deltas])
     bar.set_label("δ = a² − ‖w‖² (balance)")
-
-
-def _style_key(theory: str):
-    """Legend entries saying which line is which (colour is δ, read on the colour bar)."""
-    from matplotlib.lines import Line2D
-
-    return [
-        Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
-        Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}"),
-    ]
+    return colours

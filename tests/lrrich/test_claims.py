@@ -173,3 +173,18 @@ def test_an_exact_claim_in_a_record_of_seeds():
     assert C.judge(exact, rec)["verdict"] == "reproduced"
     assert "one exact computation" in C.judge(exact, rec)["reason"]
     assert _verdict(C.Below("dlr", 0.5), dlr=[0.16]) == "inconclusive"  # the seed is no exact value
+
+
+def test_quoting_builds_the_rows_of_one_quoted_passage():
+    fits = C.Premise("train_acc", ">=", 0.9, "fits")
+    row = C.quoting("S's table", "'a quoted row'", premise=(fits,), note="shared")
+    claim = row("dlr-after", "test D_LR", C.Below("dlr", 0.1), "0.11", dlr=("dlr",))
+    assert claim == C.Claim(
+        "dlr-after", "S's table", "'a quoted row'", "test D_LR", "test", C.Below("dlr", 0.1),
+        paper="0.11", premise=(fits,), dlr=("dlr",), note="shared",
+    )  # fmt: skip
+    # a row's own fields win over the shared ones, the quote and the place too
+    other = row("acc", "accuracy", C.Above("acc", 0.5), source="D Fig 4", quote="'other'", note="")
+    assert (other.source, other.quote, other.note) == ("D Fig 4", "'other'", "")
+    assert other.premise == (fits,)
+    assert C.quoting("K Fig 3", "'q'", "exact")("k", "q", C.Holds("h", "t")).split == "exact"

@@ -203,3 +203,56 @@ def test_training_figure_draws_every_seed_as_a_band(tmp_path, monkeypatch):
     figures.clear()
     _plots.plot_points({"a": {"history": seeds[0]}}, tmp_path, "u", "title")
     assert not figures[0].axes[0].collections
+
+
+def test_train_run_is_one_resumable_logged_checkpointed_train(tmp_path):
+    """_seeds.train_run is nets.train with the config's log and checkpoint periods, the seed's
+    data order, and resumption from its folder."""
+    import jax
+    from flax import nnx
+
+    from nets import MLP, train
+    from nets.data import load
+
+    data = load("modular_division", p=5, train_fraction=0.5, encoding="onehot")
+    cfg = _presets.StepTraining(batch_size=4, steps=6, log_every=2, checkpoint_every=3, seed=1)
+    tc = _presets.train_config(cfg)
+
+    def model():
+        return MLP(10, (8,), 5, rngs=nnx.Rngs(0))
+
+    def direct(seed, folder):
+        return train(model(), data, tc, key=jax.random.key(seed), log_every=2, metrics={},
+                     run_dir=tmp_path / folder, checkpoint_every=3)[1].column("loss")  # fmt: skip
+
+    _, hist = _seeds.train_run(model(), data, tc, cfg, tmp_path / "a", seed=7, metrics={})
+    assert list(hist.column("step")) == [0, 2, 4, 6]
+    assert (tmp_path / "a" / "checkpoints").is_dir()
+    np.testing.assert_array_equal(hist.column("loss"), direct(7, "direct7"))
+    # a second call resumes from the finished run; the default seed is the config's
+    _, again = _seeds.train_run(model(), data, tc, cfg, tmp_path / "a", seed=7, metrics={})
+    np.testing.assert_array_equal(again.column("loss"), hist.column("loss"))
+    _, own = _seeds.train_run(model(), data, tc, cfg, tmp_path / "b", metrics={})
+    np.testing.assert_array_equal(own.column("loss"), direct(1, "direct1"))
+    assert not np.array_equal(own.column("loss")[1:], hist.column("loss")[1:])
+
+
+def test_step_figure_draws_a_panel_per_title_and_a_line_per_curve():
+    import matplotlib.pyplot as plt
+
+    run = {"step": [0, 10, 100], "train_acc": [0.1, 0.5, 1.0], "test_acc": [0.1, 0.2, 0.9]}
+    panels = {"accuracy": [(run, "train_acc", "train"), (run, "test_acc", "test")],
+              "test": [(run, "test_acc", "a"), (run, "test_acc", "b"), (run, "test_acc", "c")]}  # fmt: skip
+    fig, axes = _plots.step_figure(panels, cmap="viridis", ylabel="accuracy")
+    assert [ax.get_title() for ax in axes] == ["accuracy", "test"]
+    assert [len(ax.lines) for ax in axes] == [2, 3]
+    assert axes[0].get_xscale() == "log" and list(axes[0].lines[0].get_xdata()) == [1, 10, 100]
+    assert list(axes[0].lines[1].get_ydata()) == [0.1, 0.2, 0.9]
+    assert axes[0].get_legend() is not None and axes[1].get_ylabel() == "accuracy"
+    # cmap: the first and last line of a panel at the two ends of the map
+    ends = [axes[1].lines[i].get_color() for i in (0, -1)]
+    assert np.allclose(ends, [plt.get_cmap("viridis")(0.0), plt.get_cmap("viridis")(1.0)])
+    plt.close(fig)
+    fig, (ax,) = _plots.step_figure({"t": [(run, "train_acc", "x")]}, log=False)
+    assert ax.get_xscale() == "linear" and list(ax.lines[0].get_xdata()) == [0, 10, 100]
+    plt.close(fig)
