@@ -170,6 +170,16 @@ def first_step(steps: np.ndarray, values: np.ndarray, threshold: float) -> float
     return float(steps[hit[0]]) if hit.size else None
 
 
+def spearman(a, b) -> float:
+    """Spearman's rank correlation of two (K,) sequences without ties: the Pearson correlation
+    of their ranks; NaN where K < 2 or a value is not finite."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("nan")
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
 def _features_and_outputs(m, xb, output_scale):
     phi = m.features(xb)
     return phi, output_scale * m.head(phi)

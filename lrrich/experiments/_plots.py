@@ -65,13 +65,17 @@ def band(ax, runs: list[dict], key: str, label, *, x="epoch", color=None, ls="-"
     return line.get_color()
 
 
-def seed_dots(ax, xs, values, fmt: str = "s-", *, color="C0", label=None) -> None:
+def seed_dots(ax, xs, values, fmt: str = "s-", *, color="C0", label=None, skip_nan=False) -> None:
     """Every seed's value at each x as a grey dot and their mean as ``fmt``; ``values`` holds
-    one list of per-seed values per x (None, an undefined value read back from JSON, is NaN)."""
+    one list of per-seed values per x (None, an undefined value read back from JSON, is NaN;
+    ``skip_nan``: the mean of the defined values, so one diverged seed does not blank it)."""
     vals = [np.asarray([np.nan if v is None else v for v in vs], float) for vs in values]
     for x, vs in zip(xs, vals, strict=True):
         ax.plot([x] * len(vs), vs, "o", color="grey", ms=3)
-    ax.plot(xs, [vs.mean() for vs in vals], fmt, color=color, label=label)
+    with warnings.catch_warnings():  # skip_nan: an x undefined in every seed has no mean
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = [np.nanmean(vs) if skip_nan else vs.mean() for vs in vals]
+    ax.plot(xs, means, fmt, color=color, label=label)
 
 
 def step_figure(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def train_seeds(
     log_every: int | None = None,
     eval_size: int | None = None,
     extra: Callable[[object, object], dict] | None = None,
+    probe: Callable[[int, object], tuple[Callable | None, Callable]] | None = None,
     **model_kw,
 ) -> list[dict]:
     """Train and measure one network per seed of ``seeds``; each cached in ``run_dir/seed_<s>``.
@@ -54,10 +56,15 @@ def train_seeds(
       data, train_config: the :class:`nets.data.Dataset` and every seed's :class:`nets.TrainConfig`.
       log_every, eval_size: ``train``'s log period and log-point subset (None: its default).
       extra: ``extra(model, data) -> dict`` of further measures of each trained network.
+      probe: ``probe(seed, model0) -> (on_log, finish)`` per seed, given its initial network
+        model0: ``on_log(record, model)`` is called after each log point (None: no callback;
+        with one, each seed trains alone and, resumed from a checkpoint, sees the later log
+        points only) and ``finish(model) -> dict`` gives further measures of the trained network.
 
     Returns:
-      per seed: the :func:`~lrrich.experiments._measure.measure` numbers, ``extra``'s,
-      ``history`` (per log point: step, epoch, loss, accuracies, D_LR) and ``train_seconds``.
+      per seed: the :func:`~lrrich.experiments._measure.measure` numbers, ``extra``'s and
+      ``finish``'s, ``history`` (per log point: step, epoch, loss, accuracies, D_LR) and
+      ``train_seconds``.
     """
     seeds, run_dir = list(seeds), Path(run_dir)
     net = dict(model_name=model_name, width=width, depth=depth, **model_kw)
@@ -69,9 +76,11 @@ def train_seeds(
     if todo:
         data = flat(data) if model_name == "mlp" else data
         runs = [(_build(net, data, seeds[i]), seeds[i], dirs[i]) for i in todo]
-        trained = _train(runs, data, train_config, checkpoint_every, log)
-        for i, (model, hist) in zip(todo, trained, strict=True):
-            out[i] = _save(dirs[i], keys[i], _result(model, hist, data, train_config, extra))
+        hooks = [probe(s, m) if probe else (None, None) for m, s, _ in runs]
+        trained = _train(runs, data, train_config, checkpoint_every, log, [h[0] for h in hooks])
+        for i, (model, hist), (_, finish) in zip(todo, trained, hooks, strict=True):
+            res = _result(model, hist, data, train_config, extra)
+            out[i] = _save(dirs[i], keys[i], res | (finish(model) if finish else {}))
     return out
 
 
@@ -88,9 +97,10 @@ def grid_summary(results: dict[str, dict]) -> dict:
     return {k: v for suffix, res in results.items() for k, v in point_summary(res, suffix).items()}
 
 
-def seed_mean(results: list[dict], keys=None) -> dict:
+def seed_mean(results: list[dict], keys=None, *, skip_nan: bool = False) -> dict:
     """The mean over the per-seed dicts ``results`` of each of ``keys`` (default: every number
-    any seed has, but ``seed``); NaN where a seed lacks it or holds None."""
+    any seed has, but ``seed``); NaN where a seed lacks it or holds None, or with ``skip_nan``
+    the mean over the seeds where it is defined (NaN where it is in none)."""
     if keys is None:
         keys = dict.fromkeys(
             k
@@ -98,7 +108,10 @@ def seed_mean(results: list[dict], keys=None) -> dict:
             for k, v in r.items()
             if k != "seed" and isinstance(v, int | float) and not isinstance(v, bool)
         )
-    return {k: float(np.mean([_nan(r.get(k)) for r in results])) for k in keys}
+    with warnings.catch_warnings():  # skip_nan: a key undefined in every seed is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean if skip_nan else np.mean
+        return {k: float(mean([_nan(r.get(k)) for r in results])) for k in keys}
 
 
 def seed_curves(results: list[dict]) -> list[dict]:
@@ -151,24 +164,22 @@ def _nan(v):
     return np.nan if v is None else v
 
 
-def _train(runs: list, data, train_config, checkpoint_every: int, log: dict) -> list:
+def _train(runs: list, data, train_config, checkpoint_every: int, log: dict, on_log: list) -> list:
     """(model, history) of each (model, seed, folder) of ``runs``: one :func:`nets.train_many`
-    program, or one resumable ``train`` each (one run, or checkpoints asked for)."""
+    program, or one resumable ``train`` each (one run, checkpoints or ``on_log`` callbacks)."""
     from lrrich.trainer import train
     from nets import train_many
 
-    if len(runs) > 1 and checkpoint_every == 0:
+    if len(runs) > 1 and checkpoint_every == 0 and not any(on_log):
         models, seeds, _ = zip(*runs, strict=True)
         rngs = [jax.random.key(s) for s in seeds]
         ts = [train_config] * len(runs)
         trained = train_many(list(models), data, ts, rngs, progress=True, vectorize=False, **log)
         return list(zip(*trained, strict=True))
-    resume = dict(checkpoint_every=checkpoint_every, resume=checkpoint_every > 0)
+    kw = dict(checkpoint_every=checkpoint_every, resume=checkpoint_every > 0, progress=True, **log)
     return [
-        train(
-            m, data, train_config, key=jax.random.key(s), run_dir=d, progress=True, **resume, **log
-        )
-        for m, s, d in runs
+        train(m, data, train_config, key=jax.random.key(s), run_dir=d, callback=cb, **kw)
+        for (m, s, d), cb in zip(runs, on_log, strict=True)
     ]
 
 

@@ -39,7 +39,6 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "cross-entropy"
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
-PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
 TASKS = ("image", "modular")
 CHOICES = metrics.OUTPUT_CHOICES
 
@@ -119,37 +118,24 @@ def run(config: Config, run_dir: Path) -> dict:
         raise ValueError(f"temperatures must be > 0, got {config.temperatures}")
     data = _load(config)
     seeds = _presets.seed_list(config)
-    losses = ("ce", "mse") if config.mse_twin else ("ce",)
-    runs = {loss: _train(config, data, loss, seeds) for loss in losses}
-    per_seed = []
-    for i, seed in enumerate(seeds):
-        one = {"seed": seed}
-        for loss, (curves, _) in runs.items():
-            c = curves[i]
-            for choice in CHOICES if loss == "ce" else ("logits",):
-                key = f"{loss}_{choice}"
-                one[f"{key}_start"], one[f"{key}_end"] = c[choice][0], c[choice][-1]
-                one[f"{key}_max"] = float(np.nanmax(c[choice]))
-                one[f"{key}_rank"] = c["final_rank"][choice]
-            one[f"{loss}_test_acc"] = c["test_acc"][-1]
-            one[f"{loss}_train_acc"] = c["train_acc"][-1]
-            one[f"{loss}_shift_share_start"] = c["shift_share"][0]
-            one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
-        one["ce_dlr_by_temperature"] = runs["ce"][1][i]
-        one["init_fitted_dlr"] = _measure.init_baseline(_build(config, data, seed), data)
-        per_seed.append(one)
+    runs = {
+        loss: _train(config, data, loss, seeds) for loss in ("ce", "mse")[: 1 + config.mse_twin]
+    }
+    per_seed = [
+        {"seed": s, **{k: v for _, numbers in runs.values() for k, v in numbers[i].items()},
+         "init_fitted_dlr": _measure.init_baseline(_build(config, data, s), data)}
+        for i, s in enumerate(seeds)
+    ]  # fmt: skip
     not_averaged = ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
     summary = _seeds.seed_mean(per_seed, [k for k in per_seed[0] if k not in not_averaged])
-    summary["seeds"] = len(seeds)
     n_eval = min(config.eval_size, len(data.x_test))
-    p = runs["ce"][0][0]["n_features"]
     return {
-        "summary": summary,
+        "summary": summary | {"seeds": len(seeds)},
         "per_seed": per_seed,
         "curves": {loss: curves for loss, (curves, _) in runs.items()},
         "temperatures": list(config.temperatures),
         "dataset": {"name": data.name, "n_train": len(data.x_train), "n_eval": n_eval},
-        "measured": _measured(per_seed, config, data, n_eval, p),
+        "measured": _measured(per_seed, config, data, n_eval, runs["ce"][0][0]["n_features"]),
     }
 
 
@@ -178,7 +164,8 @@ def _build(config: Config, data, seed: int):
 
 def _train(config: Config, data, loss: str, seeds: list[int]):
     """Train one network per seed with ``loss`` in one program; per seed: the logged curves
-    (with the final output ranks) and (CE only) the final test D_LR of softmax(z/τ) per τ."""
+    (with the final output ranks) and the numbers ``<loss>_…`` (accuracies, D_LR per output
+    choice at the start, end and max, its rank; CE: the final test D_LR of softmax(z/τ) per τ)."""
     from nets import train_many
 
     n = len(data.x_train)
@@ -188,18 +175,12 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
     )  # fmt: skip
     total = tc.total_steps(n // tc.batch_size)
     trained, hists = train_many(
-        [_build(config, data, s) for s in seeds],
-        data,
-        [tc] * len(seeds),
-        [jax.random.key(s) for s in seeds],
-        log_every=max(total // config.log_points, 1),
-        eval_size=config.eval_size,
-        metrics=LOGGED,
-        metric_splits=("test",),
-        progress=True,
+        [_build(config, data, s) for s in seeds], data, [tc] * len(seeds),
+        [jax.random.key(s) for s in seeds], log_every=max(total // config.log_points, 1),
+        eval_size=config.eval_size, metrics=LOGGED, metric_splits=("test",), progress=True,
         vectorize=config.model != "mlp" or config.task == "modular",
-    )
-    curves, finals = [], []
+    )  # fmt: skip
+    curves, numbers = [], []
     for model, hist in zip(trained, hists, strict=True):
         c = {k: hist.column(k).tolist() for k in ("step", "train_acc", "test_acc")}
         c |= {name: hist.column(f"{name}_test").tolist() for name in LOGGED}
@@ -208,10 +189,19 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
         final = metrics.dlr_by_output(phi, z)  # the ranks the logged D_LR used at the end
         c["final_rank"] = {ch: int(getattr(final, ch).rank) for ch in CHOICES}
         curves.append(c)
+        one = {f"{loss}_{k}": c[k][-1] for k in ("test_acc", "train_acc")}
+        for choice in CHOICES if loss == "ce" else ("logits",):
+            v = c[choice]
+            one |= {f"{loss}_{choice}_start": v[0], f"{loss}_{choice}_end": v[-1],
+                    f"{loss}_{choice}_max": float(np.nanmax(v)),
+                    f"{loss}_{choice}_rank": c["final_rank"][choice]}  # fmt: skip
+        one[f"{loss}_shift_share_start"] = c["shift_share"][0]
+        one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
         if loss == "ce":
             by_t = [metrics.dlr_by_output(phi, z, temperature=t) for t in config.temperatures]
-            finals.append([float(d.probabilities.value) for d in by_t])
-    return curves, finals
+            one["ce_dlr_by_temperature"] = [float(d.probabilities.value) for d in by_t]
+        numbers.append(one)
+    return curves, numbers
 
 
 _QUOTE = (
@@ -254,39 +244,37 @@ CLAIMS = (
 def _measured(per_seed: list[dict], config: Config, data, n_eval: int, p: int) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
     prefix = "modular" if config.task == "modular" else "ce"
-    values, reference = {}, {}
-    for choice in CHOICES:
-        for end in ("start", "end"):
-            values[f"{prefix}_{choice}_{end}"] = [s[f"ce_{choice}_{end}"] for s in per_seed]
-        if config.mse_twin:
-            values[f"{prefix}_{choice}_minus_mse"] = [
-                s[f"ce_{choice}_end"] - s["mse_logits_end"] for s in per_seed
-            ]
-        rank = max(s[f"ce_{choice}_rank"] for s in per_seed)
-        reference[f"{prefix}_{choice}_end"] = rf_reference(n_eval, p, rank, rank_source="measured")
-    for loss in ("ce", "mse") if config.mse_twin else ("ce",):
-        for split in ("test", "train"):
-            name = f"{prefix}_{split}_acc" if loss == "ce" else f"mse_{split}_acc"
-            values[name] = [s[f"{loss}_{split}_acc"] for s in per_seed]
+
+    def col(key):
+        return [s[key] for s in per_seed]
+
+    values = {f"{prefix}_{split}_acc": col(f"ce_{split}_acc") for split in ("test", "train")}
+    reference = {}
+    for c in CHOICES:
+        values |= {f"{prefix}_{c}_{end}": col(f"ce_{c}_{end}") for end in ("start", "end")}
+        rank = max(col(f"ce_{c}_rank"))
+        reference[f"{prefix}_{c}_end"] = rf_reference(n_eval, p, rank, rank_source="measured")
     if config.mse_twin:
-        values["mse_logits_end"] = [s["mse_logits_end"] for s in per_seed]
+        values |= {f"mse_{k}": col(f"mse_{k}") for k in ("test_acc", "train_acc", "logits_end")}
+        for c in CHOICES:
+            values[f"{prefix}_{c}_minus_mse"] = [
+                s[f"ce_{c}_end"] - s["mse_logits_end"] for s in per_seed
+            ]
     what = (
         f"{config.depth}-block transformer d = {config.width}, a / b mod {config.p}"
         if config.task == "modular"
         else f"{config.model} width {config.width} depth {config.depth}"
     )
     length = f"{config.steps} steps" if config.steps else f"{config.epochs} epochs"
-    deviations = []
-    if config.task == "image" and config.model != "resnet18":
-        deviations.append(f"an MLP on {data.name}: D's Fig 17 network is not legible")
+    image = config.task == "image" and config.model != "resnet18"
     return measured(
         values,
-        seeds=[s["seed"] for s in per_seed],
+        seeds=col("seed"),
         dataset=f"{data.name} ({len(data.x_train):,} train / {n_eval:,} test)",
         scale=f"{what}, {config.optimizer} lr {config.lr:g}, {length}",
-        baseline={f"{prefix}_{c}_end": [s["init_fitted_dlr"] for s in per_seed] for c in CHOICES},
+        baseline={f"{prefix}_{c}_end": col("init_fitted_dlr") for c in CHOICES},
         reference=reference,
-        deviations=deviations,
+        deviations=[f"an MLP on {data.name}: D's Fig 17 network is not legible"] if image else [],
     )
 
 

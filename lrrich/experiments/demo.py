@@ -50,9 +50,7 @@ class Config(_presets.ImageTraining):
     width: int = 512
     depth: int = 2
     lr: float = 0.5
-    momentum: float = 0.9
     epochs: int = 30
-    batch_size: int = 128
     init_scale: float = 1e-3
     n_times: int = 200
     eval_size: int = 384
@@ -63,13 +61,9 @@ def run(config: Config, run_dir: Path) -> dict:
     _log.info("demo [1/3] exact diagonal and Saxe modes vs the integrated gradient flow")
     summary, curves = _sims_part(config)
     nets_summary, histories = _nets_part(config, run_dir)
-    summary.update(nets_summary)
-    return {
-        "summary": summary,
-        "curves": curves,
-        "histories": histories,
-        "measured": _measured(summary, config),
-    }
+    summary |= nets_summary
+    measured_ = _measured(summary, config)
+    return {"summary": summary, "curves": curves, "histories": histories, "measured": measured_}
 
 
 def _sims_part(config: Config) -> tuple[dict, dict]:
@@ -77,14 +71,14 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
     from sims import diagonal, gradient_flow, saxe
 
     # 4 modes with decreasing input variance → staged learning; mode 4 starts unbalanced (a ≠ b)
-    sigma2 = jnp.array([1.0, 0.5, 0.25, 0.125])
-    S = jnp.array([1.0, 1.0, 1.0, 1.0])
+    sigma2, S = jnp.array([1.0, 0.5, 0.25, 0.125]), jnp.array([1.0, 1.0, 1.0, 1.0])
     a0 = jnp.full(4, config.init_scale).at[3].set(0.3)
     b0 = jnp.full(4, config.init_scale).at[3].set(0.0)
     t_diag = jnp.linspace(0.0, 60.0, config.n_times)
     exact_d = diagonal.solve(a0, b0, sigma2, S, t_diag)
     flow_d = gradient_flow(diagonal.loss, {"a": a0, "b": b0}, t_diag, (sigma2, S), atol=1e-30)
-    err_d = float(jnp.max(jnp.abs(exact_d.u - flow_d["a"] * flow_d["b"])) / jnp.max(jnp.abs(S)))
+    u_flow = flow_d["a"] * flow_d["b"]
+    err_d = float(jnp.max(jnp.abs(exact_d.u - u_flow)) / jnp.max(jnp.abs(S)))
 
     # Saxe: 3 outputs, 5 inputs, 4 hidden units, task-aligned small init
     ku, kv = jax.random.split(jax.random.key(config.seed))
@@ -100,14 +94,11 @@ def _sims_part(config: Config) -> tuple[dict, dict]:
     U_svd, _, Vt_svd = jnp.linalg.svd(sigma_yx, full_matrices=False)
     strength_flow = jnp.einsum("cr,tcd,rd->tr", U_svd, map_flow, Vt_svd)
     err_s = float(jnp.max(jnp.abs(exact_s.network_map - map_flow)) / 3.0)
-    curves = {
-        "t_diag": np.asarray(t_diag),
-        "u_exact": np.asarray(exact_d.u),
-        "u_flow": np.asarray(flow_d["a"] * flow_d["b"]),
-        "t_saxe": np.asarray(t_saxe),
-        "saxe_exact": np.asarray(exact_s.strength / exact_s.rho),
-        "saxe_flow": np.asarray(strength_flow / exact_s.rho),
-    }
+    curves = dict(
+        t_diag=t_diag, u_exact=exact_d.u, u_flow=u_flow, t_saxe=t_saxe,
+        saxe_exact=exact_s.strength / exact_s.rho, saxe_flow=strength_flow / exact_s.rho,
+    )  # fmt: skip
+    curves = {k: np.asarray(v) for k, v in curves.items()}
     return {"diagonal_max_error": err_d, "saxe_max_error": err_s}, curves
 
 
@@ -116,34 +107,28 @@ def _nets_part(config: Config, run_dir: Path) -> tuple[dict, dict]:
     from nets import evaluate
 
     data = _data.load_data(config, "mlp")
-    out = {"dataset": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)}
+    n_train, n_test = len(data.x_train), len(data.x_test)
+    shape = dict(width=config.width, depth=config.depth)
+    model0 = _data.build_model("mlp", data, seed=config.seed, **shape)
+    out = {"dataset": data.name, "n_train": n_train, "n_test": n_test}
+    out["init_dlr"] = _measure.init_baseline(model0, data)  # rich and lazy start from model0
+    images = {"curve_test_images": min(config.eval_size, n_test), "test_images": n_test}
     histories = {}
     for phase, (mode, last_only) in enumerate((("rich", False), ("lazy", True)), 2):
-        _log.info(
-            f"demo [{phase}/3] training the {mode} MLP "
-            f"({'last layer only' if last_only else 'full backprop'}, {config.epochs} epochs on "
-            f"{len(data.x_train):,} {data.name} digits), then D_LR on {len(data.x_test):,} test"
-        )
-        model = _data.build_model(
-            "mlp", data, width=config.width, depth=config.depth, seed=config.seed
-        )
-        if "init_dlr" not in out:  # rich and lazy start from this same network
-            out["init_dlr"] = _measure.init_baseline(model, data)
-        tc = _presets.train_config(config, len(data.x_train), last_layer_only=last_only)
-        key = jax.random.key(config.seed)
+        how = "last layer only" if last_only else "full backprop"
+        _log.info(f"demo [{phase}/3] training the {mode} MLP ({how}, {config.epochs} epochs on "
+                  f"{n_train:,} {data.name} digits), then D_LR on {n_test:,} test")  # fmt: skip
+        tc = _presets.train_config(config, n_train, last_layer_only=last_only)
         model, hist = train(
-            model, data, tc, key=key, run_dir=run_dir / mode, eval_size=config.eval_size,
-            progress=True,
+            model0, data, tc, key=jax.random.key(config.seed), run_dir=run_dir / mode,
+            eval_size=config.eval_size, progress=True,
         )  # fmt: skip
         out[f"{mode}_test_acc"] = float(evaluate(model, data, tc)["test_acc"])
         out[f"{mode}_dlr"] = _measure.safe_dlr(*_measure.forward(model, data.x_test))
         out[f"{mode}_train_seconds"] = hist.train_time
-        out[f"{mode}_log_fraction"] = getattr(hist, "log_fraction", None)
-        histories[mode] = {
-            **{k: hist.column(k).tolist() for k in ("step", "dlr_test", "test_acc")},
-            "curve_test_images": min(config.eval_size, len(data.x_test)),
-            "test_images": len(data.x_test),
-        }
+        out[f"{mode}_log_fraction"] = hist.log_fraction
+        curves = {k: hist.column(k).tolist() for k in ("step", "dlr_test", "test_acc")}
+        histories[mode] = curves | images
     return out, histories
 
 
@@ -179,33 +164,28 @@ def _exact_claim(key: str, source: str, quote: str, what: str) -> Claim:
 
 CLAIMS = (
     _exact_claim(
-        "diagonal-modes",
-        "T §3.2 Eq 3.9, App. Eq A.20",
+        "diagonal-modes", "T §3.2 Eq 3.9, App. Eq A.20",
         "the exact sigmoidal saturation of each mode a_i b_i of the diagonal linear network, "
         "balanced or not",
         "diagonal network modes: max error of the closed form against gradient flow, relative to S",
     ),
     _exact_claim(
-        "saxe-modes",
-        "T App. A Eq A.39",
+        "saxe-modes", "T App. A Eq A.39",
         "Saxe et al.'s exact mode dynamics of a two-layer linear network from a task-aligned "
         "small initialisation",
         "Saxe network modes: max error of the closed form against gradient flow, relative to "
         "the largest singular value",
     ),
     Claim(
-        "dlr-rich-lazy",
-        "D Fig 1, §2",
+        "dlr-rich-lazy", "D Fig 1, §2",
         "full backprop (rich) D_LR 0.0087, last layer only (lazy) 0.63 (D Fig 1's table); "
         "D_LR = 0 'maximally rich', 1 'maximally lazy' (D §2)",
         "test D_LR, rich (full backprop) < lazy (last layer only): one seed of the main job "
         "(first-layer's all-layers vs last-layer-only claim is the same comparison over 3 seeds)",
-        "test",
-        Less("rich_dlr", "lazy_dlr"),
-        paper="rich < lazy (0.0087 < 0.63 on encoded labels)",
+        "test", Less("rich_dlr", "lazy_dlr"), paper="rich < lazy (0.0087 < 0.63 on encoded labels)",
         dlr=("rich_dlr", "lazy_dlr"),
     ),
-)
+)  # fmt: skip
 """The demo's claims: two closed forms (one computation each) and one training seed's D_LR."""
 
 
@@ -227,16 +207,11 @@ def verdict(results: dict) -> str:
         "(lower = richer)"
     )
     n_test = next(iter(results["histories"].values()))["test_images"]
-    return "\n".join(
-        [
-            "verdict:",
-            f"  exact modes {match} gradient flow to {err:.1e} (tolerance {tol:.0e} of the "
-            "target scale; diagonal and Saxe)",
-            f"  {richer}",
-            f"  test accuracy: rich {s['rich_test_acc']:.1%}, lazy {s['lazy_test_acc']:.1%} "
-            f"(all {n_test:,} test digits)",
-            "  figures: modes.png (exact vs integrated), rich_vs_lazy.png (during training)",
-        ]
+    return (
+        f"verdict:\n  exact modes {match} gradient flow to {err:.1e} (tolerance {tol:.0e} of the "
+        f"target scale; diagonal and Saxe)\n  {richer}\n  test accuracy: rich "
+        f"{s['rich_test_acc']:.1%}, lazy {s['lazy_test_acc']:.1%} (all {n_test:,} test digits)\n"
+        "  figures: modes.png (exact vs integrated), rich_vs_lazy.png (during training)"
     )
 
 
@@ -276,16 +251,16 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     for i, (mode, h) in enumerate(results["histories"].items()):
         line = f"{mode}: {subset} fixed test images" if subset else mode
         final = f"{mode}: final, all {n_test:,} test images" if n_test else f"{mode}: final"
-        for ax, key in zip(axes, ("dlr", "test_acc"), strict=True):
-            curve = "dlr_test" if key == "dlr" else key
+        for ax, key, curve in zip(axes, ("dlr", "test_acc"), ("dlr_test", "test_acc"), strict=True):
             ax.plot(h["step"], h[curve], marker="o", ms=3, color=f"C{i}", label=line)
             ax.plot(h["step"][-1], s[f"{mode}_{key}"], "*", ms=11, color=f"C{i}", mec="k",
                     label=final)  # fmt: skip
-    axes[0].set(xlabel="optimizer step", ylabel=r"$D_{LR}$ (lower = richer)", ylim=(0, 1))
-    axes[0].set_title("richness during training", fontsize=9)
-    axes[1].set(xlabel="optimizer step", ylabel="test accuracy")
-    axes[1].set_title(f"{s.get('dataset', '')} MLP, rich vs lazy", fontsize=9)
-    for ax in axes:
+    axes[0].set(ylabel=r"$D_{LR}$ (lower = richer)", ylim=(0, 1))
+    axes[1].set(ylabel="test accuracy")
+    titles = ("richness during training", f"{s.get('dataset', '')} MLP, rich vs lazy")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set(xlabel="optimizer step")
+        ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
     paths.append(save_figure(fig, run_dir / "rich_vs_lazy.png"))
     return paths

@@ -21,14 +21,13 @@ rate correlations are ≈ 0: ``docs/findings/feature_quality.md``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from lrrich.claims import Above, All, Claim, Holds, measured
 from lrrich.experiments import _data, _measure, _presets, _seeds
-from lrrich.trainer import train
 
 NAME = "feature-quality"
 DESCRIPTION = "D Fig 7 / T Fig 7.7: per-feature intensity vs quality over training, 3 seeds"
@@ -85,12 +84,16 @@ def run(config: Config, run_dir: Path) -> dict:
             f"n_fit and n_eval must be ≥ 2 and log_points ≥ 1, got {config.n_fit}, "
             f"{config.n_eval}, {config.log_points}"
         )
+    data = _data.load_data(config, config.model)
+    tc = _presets.train_config(config, len(data.x_train))
+    total = (len(data.x_train) // tc.batch_size) * config.epochs
     seeds = _presets.seed_list(config)
-    runs = []
-    # one seed after another: the per-log-point features are a train callback (not train_seeds)
-    for seed in seeds:
-        sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
-        runs.append(_one_seed(dataclasses.replace(config, seed=seed), sub))
+    runs = _seeds.train_seeds(
+        config.model, data, tc, seeds=seeds, width=config.width, depth=config.depth,
+        run_dir=run_dir, log_every=max(total // config.log_points, 1),
+        eval_size=min(256, len(data.x_test)), probe=functools.partial(_probe, config, data, total),
+    )  # fmt: skip
+    runs = [r["trajectory"] for r in runs]
     stats = [_statistics(r) for r in runs]
     summary = {
         "seeds": len(seeds),
@@ -107,12 +110,13 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-def _one_seed(config: Config, run_dir: Path) -> dict:
-    """Train, with the features on S_fit / S_eval at each log point; the tracked trajectories."""
+def _probe(config: Config, data, total: int, seed: int, model0):
+    """One seed's (on_log, finish) for :func:`~lrrich.experiments._seeds.train_seeds`: the
+    features on S_fit / S_eval at each log point; at the end, the features followed through
+    training (:func:`metrics.feature_trajectories`) and the decomposition of the last point."""
     from metrics import feature_decomposition, feature_trajectories
 
-    data = _data.load_data(config, config.model)
-    rng = np.random.default_rng(config.seed)
+    rng = np.random.default_rng(seed)
     fit = np.sort(rng.permutation(len(data.x_train))[: min(config.n_fit, len(data.x_train))])
     x_fit = data.x_train[fit]
     x_ev, y_ev = data.x_test[: config.n_eval], data.y_test[: config.n_eval]
@@ -120,50 +124,38 @@ def _one_seed(config: Config, run_dir: Path) -> dict:
 
     def log(record: dict, model) -> None:
         phi_ev, out_ev = _measure.forward(model, x_ev, config.output_scale)
-        snaps["step"].append(int(record["step"]))
-        snaps["phi_fit"].append(_measure.forward(model, x_fit, config.output_scale)[0])
-        snaps["phi_ev"].append(phi_ev)
-        snaps["out_ev"].append(out_ev)
-        snaps["acc"].append(float(np.mean(out_ev.argmax(1) == y_ev)))
+        phi_fit = _measure.forward(model, x_fit, config.output_scale)[0]
+        acc = float(np.mean(out_ev.argmax(1) == y_ev))
+        for key, v in zip(snaps, (int(record["step"]), phi_fit, phi_ev, out_ev, acc), strict=True):
+            snaps[key].append(v)
 
-    model0 = _data.build_model(
-        config.model, data, width=config.width, depth=config.depth, seed=config.seed
-    )
-    tc = _presets.train_config(config, len(data.x_train))
-    total = (len(data.x_train) // tc.batch_size) * config.epochs
-    every = max(total // config.log_points, 1)
-    train(
-        model0, data, tc, key=jax.random.key(config.seed), log_every=every, metrics={},
-        eval_size=min(256, len(data.x_test)), callback=log, run_dir=run_dir / "train",
-        progress=True,
-    )  # fmt: skip
-    p = snaps["phi_fit"][0].shape[1]
-    if len(fit) < p:
-        raise ValueError(
-            f"n_fit = {len(fit)} images < the feature width p = {p}: Nyström needs n ≥ p"
-        )
-    targets = np.eye(data.num_classes)[y_ev]
-    traj = feature_trajectories(snaps["phi_fit"], snaps["phi_ev"], snaps["out_ev"], targets)
-    end = feature_decomposition(*(snaps[k][-1] for k in ("phi_fit", "phi_ev", "out_ev")), targets)
-    by_rank = {}  # the per-time values by intensity position: rank[t] permutes the positions
-    for field in ("rho", "quality"):
-        by_rank[field] = np.empty_like(getattr(traj, field))
-        np.put_along_axis(by_rank[field], traj.tracks.rank, getattr(traj, field), axis=1)
-    return {
-        "step": snaps["step"],
-        "epoch": [s / (total / config.epochs) for s in snaps["step"]],
-        "test_acc": snaps["acc"],
-        "n_features": int(p),
-        "rho": traj.rho.tolist(),
-        "quality": traj.quality.tolist(),
-        "utilization": traj.utilization.tolist(),
-        "match_overlap": traj.tracks.overlap.tolist(),
-        "rank": traj.tracks.rank.tolist(),
-        "rho_by_rank": by_rank["rho"].tolist(),
-        "quality_by_rank": by_rank["quality"].tolist(),
-        "e1_overlap": float(end.e1_constant_overlap),
-        "dlr_final": float(end.dlr),
-    }
+    def finish(model) -> dict:
+        p = snaps["phi_fit"][0].shape[1]
+        if len(fit) < p:
+            raise ValueError(
+                f"n_fit = {len(fit)} images < the feature width p = {p}: Nyström needs n ≥ p"
+            )
+        targets = np.eye(data.num_classes)[y_ev]
+        phis = (snaps["phi_fit"], snaps["phi_ev"], snaps["out_ev"])
+        traj = feature_trajectories(*phis, targets)
+        end = feature_decomposition(*(phi[-1] for phi in phis), targets)
+        by_rank = {}  # the per-time values by intensity position: rank[t] permutes the positions
+        for field in ("rho", "quality"):
+            by_rank[field] = np.empty_like(getattr(traj, field))
+            np.put_along_axis(by_rank[field], traj.tracks.rank, getattr(traj, field), axis=1)
+        arrays = dict(
+            rho=traj.rho, quality=traj.quality, utilization=traj.utilization,
+            match_overlap=traj.tracks.overlap, rank=traj.tracks.rank,
+            rho_by_rank=by_rank["rho"], quality_by_rank=by_rank["quality"],
+        )  # fmt: skip
+        return {"trajectory": {
+            "step": snaps["step"], "epoch": [s / (total / config.epochs) for s in snaps["step"]],
+            "test_acc": snaps["acc"], "n_features": int(p),
+            **{k: v.tolist() for k, v in arrays.items()},
+            "e1_overlap": float(end.e1_constant_overlap), "dlr_final": float(end.dlr),
+        }}  # fmt: skip
+
+    return log, finish
 
 
 def _statistics(r: dict) -> dict:

@@ -30,14 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Holds, Less, measured, rf_reference
-from lrrich.experiments import _data, _presets, _seeds
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "learning-curve"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
-PAPER = {
-    "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
-    "D_LR vs weight decay": "smaller with larger weight decay; rich already without it",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +93,7 @@ def run(config: Config, run_dir: Path) -> dict:
 
     if not config.n_trains or not config.weight_decays:
         raise ValueError("n_trains and weight_decays must each hold at least one value")
-    full = _data.load_task(
-        config.dataset, model=config.model, data_dir=config.data_dir, normalize=config.normalize
-    )
+    full = _data.load_data(dataclasses.replace(config, n_train=None), config.model)
     bad = [n for n in config.n_trains if not 1 <= n <= len(full.x_train)]
     if bad:
         raise ValueError(f"n_trains entries must be in [1, {len(full.x_train)}], got {bad}")
@@ -155,15 +149,13 @@ def _curve_summary(config: Config, pts: list[dict], summary: dict, n_test: int) 
     n_max, wd0 = max(config.n_trains), config.weight_decays[0]
     if len(config.n_trains) > 1:
         for wd in config.weight_decays:
-            sel = [p for p in pts if p["weight_decay"] == wd]
+            sel, t = [p for p in pts if p["weight_decay"] == wd], _seeds.tag(wd)
             n = np.array([p["n_train"] for p in sel], float)
             err = np.maximum(1 - np.array([p["test_acc"] for p in sel]), 0.5 / n_test)
             # least-squares slope of log(test error) vs log(n), error floored at half an example
-            summary[f"error_exponent_wd{_seeds.tag(wd)}"] = float(
-                np.polyfit(np.log(n), np.log(err), 1)[0]
-            )
-            summary[f"dlr_smallest_n_wd{_seeds.tag(wd)}"] = sel[0]["dlr"]
-            summary[f"dlr_largest_n_wd{_seeds.tag(wd)}"] = sel[-1]["dlr"]
+            summary[f"error_exponent_wd{t}"] = float(np.polyfit(np.log(n), np.log(err), 1)[0])
+            summary[f"dlr_smallest_n_wd{t}"] = sel[0]["dlr"]
+            summary[f"dlr_largest_n_wd{t}"] = sel[-1]["dlr"]
         sel = [p for p in pts if p["weight_decay"] == wd0]
         summary["D_LR vs n"] = ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel)
         summary["D_LR vs n"] += f" at λ={_seeds.tag(wd0)}"
@@ -224,16 +216,7 @@ def curve_checks(n: np.ndarray, dlr: np.ndarray) -> dict:
     below = np.asarray(dlr) < MF_BOUNDARY
     tail = np.flatnonzero(~below)  # the MF side must hold from the last EF point on
     crosses = (not below[0]) and tail.size and tail[-1] < len(below) - 1
-    return {"ef_to_mf": float(bool(crosses)), "spearman_n_dlr": _spearman(n, dlr)}
-
-
-def _spearman(a, b) -> float:
-    """Spearman rank correlation of two 1-D sequences without ties (NaN where undefined)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return float("nan")
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
+    return {"ef_to_mf": float(bool(crosses)), "spearman_n_dlr": _measure.spearman(n, dlr)}
 
 
 def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) -> dict:
@@ -254,21 +237,16 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         values["dlr_no_wd"] = dlr(n_max, 0.0)
     p = next(iter(points.values()))["n_features"]
     ref = rf_reference(len(full.x_test), p, full.num_classes)
-    deviations = []
-    dropped = [n for n in ns if n % min(config.batch_size, n)]
-    if dropped:
-        deviations.append(
-            "the last partial batch of each epoch is dropped where the batch does not divide n "
-            f"(n = {', '.join(map(str, dropped))}: ⌊n/B⌋ steps per epoch where the papers' "
-            "PyTorch loader takes ⌈n/B⌉)"
-        )
-    if config.matched_steps:
-        deviations.append(
-            f"every n trains the {config.epochs} epochs of n = {n_max:,} in optimizer steps "
-            "(D: 200 epochs at every n, i.e. fewer steps at small n)"
-        )
-    if config.model != "resnet18" or not full.name.startswith("cifar10"):
-        deviations.append(f"{config.model} on {full.name} instead of ResNet18 on CIFAR-10")
+    dropped = ", ".join(str(n) for n in ns if n % min(config.batch_size, n))
+    deviations = {
+        "the last partial batch of each epoch is dropped where the batch does not divide n "
+        f"(n = {dropped}: ⌊n/B⌋ steps per epoch where the papers' PyTorch loader takes ⌈n/B⌉)":
+        dropped,
+        f"every n trains the {config.epochs} epochs of n = {n_max:,} in optimizer steps "
+        "(D: 200 epochs at every n, i.e. fewer steps at small n)": config.matched_steps,
+        f"{config.model} on {full.name} instead of ResNet18 on CIFAR-10":
+        config.model != "resnet18" or not full.name.startswith("cifar10"),
+    }  # fmt: skip
     return measured(
         values,
         seeds=_presets.seed_list(config),
@@ -276,7 +254,7 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         scale=f"{config.model} (width {config.width}, depth {config.depth}), {config.epochs} "
         f"epochs, SGD lr {config.lr:g}, λ {', '.join(f'{w:g}' for w in wds)}",
         reference={f: ref for f in values if f.startswith("dlr_")},
-        deviations=deviations,
+        deviations=[d for d, applies in deviations.items() if applies],
     )
 
 

@@ -33,11 +33,6 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "resnet-lr"
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
-PAPER = {
-    "dlr_lr0.005": 0.053, "dlr_lr0.05": 0.025, "dlr_lr0.2": 0.039, "test_acc_lr0.005": 0.663,
-    "test_acc_lr0.05": 0.783, "test_acc_lr0.2": 0.745, "d_eff_rho_lr0.05": 99.9,
-    "d_eff_util_lr0.05": 99.7, "richest_lr": 0.05,
-}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +55,6 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     n_train: int | None = 1024
     width: int = 4
     lrs: tuple[float, ...] = (0.005, 0.05, 0.2)
-    momentum: float = 0.9
     weight_decay: float = 1e-3
     epochs: int = 200
     schedule: str = "constant"
@@ -105,10 +99,9 @@ def run(config: Config, run_dir: Path) -> dict:
     if len(config.lrs) > 1 and stable_lrs:
         summary["richest_lr"] = float(min(stable_lrs, key=lambda lr: means[lr]["dlr"]))
         summary["best_lr"] = float(max(stable_lrs, key=lambda lr: means[lr]["test_acc"]))
-    summary["num_classes"] = data.num_classes
-    summary["seeds"] = len(seeds)
-    summary["diverged_lrs"] = diverged
-    summary["all_mf_regime"] = all(r["dlr"] < MF_BOUNDARY for p in per_seed.values() for r in p)
+    mf = all(r["dlr"] < MF_BOUNDARY for p in per_seed.values() for r in p)
+    summary |= dict(num_classes=data.num_classes, seeds=len(seeds), diverged_lrs=diverged)
+    summary["all_mf_regime"] = mf
     models = [_data.build_model("resnet18", data, width=config.width, seed=s) for s in seeds]
     baseline = [_measure.init_baseline(m, data) for m in models]
     return {
@@ -132,13 +125,9 @@ def _train_or_diverge(config: Config, data, tc, seed: int, run_dir: Path) -> dic
             checkpoint_every=config.checkpoint_every,
         )  # fmt: skip
     except TrainingDiverged as err:
-        nan = float("nan")
-        return {
-            "diverged": True,
-            "diverged_step": int(err.step),
-            "n_features": 8 * config.width,
-            **dict.fromkeys(("dlr", "dlr_train", "test_acc", "train_acc"), nan),
-        }
+        nan = dict.fromkeys(("dlr", "dlr_train", "test_acc", "train_acc"), float("nan"))
+        step = {"diverged_step": int(err.step), "n_features": 8 * config.width}
+        return {"diverged": True, **step, **nan}
     return {"diverged": False, **res}
 
 
@@ -235,21 +224,15 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
 
     lrs, c = results["lrs"], results["summary"]["num_classes"]
     runs = [results["per_seed"][f"lr={_seeds.tag(lr)}"] for lr in lrs]
-
-    def panel(ax, key, style, label, dots=False):
-        """The seed mean of ``key`` vs lr (and a dot per seed)."""
-        per_lr = [[r.get(key, np.nan) for r in rs] for rs in runs]
-        ax.plot(lrs, [float(np.nanmean(v + [np.nan])) for v in per_lr], style, label=label)
-        for lr, v in zip(lrs, per_lr, strict=True) if dots else ():
-            ax.plot([lr] * len(v), v, "k.", ms=3, alpha=0.5)
-
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
-    panel(axes[0], "dlr", "o-", "test", dots=True)
-    panel(axes[0], "dlr_train", "s:", "train")
-    panel(axes[1], "test_acc", "o-", "test", dots=True)
-    panel(axes[1], "train_acc", "s:", "train")
-    panel(axes[2], "d_eff_rho", "o-", "D_eff(ρ) adjusted")
-    panel(axes[2], "d_eff_util", "s-", "D_eff(Q̂)")
+    panels = (
+        (0, "dlr", "o-", "C0", "test"), (0, "dlr_train", "s:", "C1", "train"),
+        (1, "test_acc", "o-", "C0", "test"), (1, "train_acc", "s:", "C1", "train"),
+        (2, "d_eff_rho", "o-", "C0", "D_eff(ρ) adjusted"), (2, "d_eff_util", "s-", "C1", "D_eff(Q̂)"),
+    )  # fmt: skip
+    for i, key, fmt, color, label in panels:  # the mean skips a diverged seed's NaN
+        values = [[r.get(key) for r in rs] for rs in runs]
+        _plots.seed_dots(axes[i], lrs, values, fmt, color=color, label=label, skip_nan=True)
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
     for lr in results["summary"].get("diverged_lrs", []):
         axes[0].axvline(lr, color="C3", lw=0.8, ls=":", label=f"diverged (lr {lr:g})")

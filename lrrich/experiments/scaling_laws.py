@@ -26,7 +26,6 @@ from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
 DESCRIPTION = "T Fig 4.2-4.3, C.1: multilinear-model scaling laws in T, D, N, C vs Table 4.1"
-PAPER = {"exponents": "time/data -a/(a+1), params -a, compute -a/(a+2)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,17 +53,10 @@ SCALES = {
     "small": Config(),
     "paper": Config(),
     "tiny": Config(
-        n_sim=20_000,
-        T_window=(1e2, 1e4),
-        D_window=(1e2, 1e4),
-        N_window=(1e1, 1e3),
-        C_window=(1e3, 1e6),
-        data_n_s=100_000,
-        data_draws=4,
-        c1_N=5_000,
-        tolerance=0.05,
+        n_sim=20_000, T_window=(1e2, 1e4), D_window=(1e2, 1e4), N_window=(1e1, 1e3),
+        C_window=(1e3, 1e6), data_n_s=100_000, data_draws=4, c1_N=5_000, tolerance=0.05,
     ),
-}
+}  # fmt: skip
 
 _LAWS = (
     # fit name, resource, Table 4.1's exponent in words
@@ -153,45 +145,36 @@ def _finite_n(config: Config) -> dict:
 
 def _exponent_claim(name: str, resource: str, law: str) -> Claim:
     return Claim(
-        f"{name}-exponent",
-        "T Table 4.1 (§4.3), Fig 4.2-4.3",
+        f"{name}-exponent", "T Table 4.1 (§4.3), Fig 4.2-4.3",
         f"the loss scales as a power law of the bottleneck resource {resource} with exponent "
         f"{law} (a + 1 the exponent of the skill distribution, Eq 4.1)",
-        f"{resource} exponent: largest |fitted − theory| over the α values",
-        "exact",
-        Value(f"{name}_exponent_error", 0.0, "exponent"),
-        paper=law,
-    )
+        f"{resource} exponent: largest |fitted − theory| over the α values", "exact",
+        Value(f"{name}_exponent_error", 0.0, "exponent"), paper=law,
+    )  # fmt: skip
 
 
 CLAIMS = (
     *(_exponent_claim(*law) for law in _LAWS),
     Claim(
-        "finite-N-correction",
-        "T App. C Fig C.1, Eq C.2",
+        "finite-N-correction", "T App. C Fig C.1, Eq C.2",
         "at finite N the time law bends away from the power law and the finite-N correction "
         "tracks it",
-        "max log-error against the finite-N time curve, corrected (Eq C.2) vs plain law",
-        "exact",
+        "max log-error against the finite-N time curve, corrected (Eq C.2) vs plain law", "exact",
         Less("c1_corrected_log_error", "c1_plain_log_error"),
         paper="the corrected law tracks the finite-N curve",
     ),
-)
+)  # fmt: skip
 """T Table 4.1 and Fig C.1 as one exact computation (closed-form curves)."""
 
 
 def _measured(summary: dict, config: Config) -> dict:
     """The one exact computation the claims read: per law the largest |fitted − theory| over
     the α values, and the Fig C.1 log-errors."""
-    values = {
-        f"{name}_exponent_error": [
-            max(
-                abs(summary[f"a={a} {name} exponent"] - summary[f"a={a} {name} theory"])
-                for a in config.alphas
-            )
-        ]
-        for name, _, _ in _LAWS
-    }
+
+    def error(name, a):
+        return abs(summary[f"a={a} {name} exponent"] - summary[f"a={a} {name} theory"])
+
+    values = {f"{n}_exponent_error": [max(error(n, a) for a in config.alphas)] for n, _, _ in _LAWS}
     values["c1_plain_log_error"] = [summary["C1 max log-error, plain law"]]
     values["c1_corrected_log_error"] = [summary["C1 max log-error, corrected law"]]
     return measured(

@@ -25,16 +25,13 @@ import dataclasses
 import math
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from lrrich.claims import Claim, Holds, Premise, Value, measured
 from lrrich.experiments import _data, _measure, _presets, _seeds
-from lrrich.trainer import train
 
 NAME = "target-downscaling"
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
-PAPER = {"dlr_monotone": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,19 +77,29 @@ def run(config: Config, run_dir: Path) -> dict:
         )
     data = _data.load_data(config, "mlp")
     seeds = _presets.seed_list(config)
-    tables, histories = [], {}
-    for seed in seeds:
-        sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
-        table, hists = _sweep(config, data, seed, sub)
-        tables.append(table)
-        histories = histories or hists  # the curves of the first seed
+    n = len(data.x_train)
+    steps = _presets.paper_steps(n, config.batch_size, config.epochs)
+
+    def probe(seed, model0):  # each trained network measured against its initialisation
+        return None, lambda model: {"row": _row(data, model0, model)}
+
+    tables, histories = [[] for _ in seeds], {}  # per seed, per α: the final measures
+    for alpha in config.alphas:
+        tc = _presets.train_config(config, n, target_downscale=float(alpha), steps=steps)
+        runs = _seeds.train_seeds(
+            "mlp", data, tc, seeds=seeds, width=config.width, depth=config.depth, probe=probe,
+            run_dir=Path(run_dir) / f"alpha_{alpha:g}", eval_size=config.eval_size,
+            log_every=max(steps // config.log_points, 1),
+        )  # fmt: skip
+        for table, r in zip(tables, runs, strict=True):
+            table.append({"alpha": float(alpha), **r["row"], "train_seconds": r["train_seconds"]})
+        curves = ("step", "dlr_train", "dlr_test", "test_acc")  # of the first seed
+        histories[f"{alpha:g}"] = {k: runs[0]["history"][k] for k in curves}
     mean_table = [_seeds.seed_mean(rows) for rows in zip(*tables, strict=True)]
     for i, r in enumerate(mean_table):  # an α fits only if it does in every seed
         r["train_acc"] = min(t[i]["train_acc"] for t in tables)
-    summary = _summary(mean_table, config.alphas)
-    summary["seeds"] = len(seeds)
     return {
-        "summary": summary,
+        "summary": _summary(mean_table, config.alphas) | {"seeds": len(seeds)},
         "table": tables[0],
         "tables": tables,
         "per_seed": [
@@ -103,38 +110,22 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-def _sweep(config: Config, data, seed: int, run_dir: Path) -> tuple[list[dict], dict]:
-    """One seed: a network per α from the same init; the final measures per α and the curves."""
-    n = len(data.x_train)
-    steps = _presets.paper_steps(n, config.batch_size, config.epochs)
-    log_every = max(steps // config.log_points, 1)
-    rows, histories = [], {}
-    for alpha in config.alphas:
-        model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
-        tc = _presets.train_config(config, n, target_downscale=float(alpha), steps=steps)
-        model, hist = train(
-            model0, data, tc, key=jax.random.key(seed), log_every=log_every,
-            eval_size=config.eval_size, run_dir=run_dir / f"alpha_{alpha:g}", progress=True,
-        )  # fmt: skip
-        m = _measure.prior_measures(model, model0, data.x_train, data.y_train)
-        m_test = _measure.prior_measures(model, model0, data.x_test, data.y_test)
-        phi_tr, out_tr = _measure.forward(model, data.x_train)
-        rows.append({
-            "alpha": float(alpha),
-            **{k: v for k, v in m.items() if k != "acc"},
-            # the NC1 variants the paper's Fig 2(b) could have plotted
-            "nc1_test": m_test["nc1"],
-            "s_init_test": m_test["s_init"],
-            "nc1_outputs": _measure.nc1(out_tr, data.y_train, out_tr.shape[1]),
-            "train_acc": m["acc"],
-            "dlr_test": m_test["dlr"],
-            "test_acc": m_test["acc"],
-            "train_seconds": hist.train_time,
-            "n_features": int(phi_tr.shape[1]),
-        })  # fmt: skip
-        keys = ("step", "dlr_train", "dlr_test", "test_acc")
-        histories[f"{alpha:g}"] = {k: hist.column(k).tolist() for k in keys}
-    return rows, histories
+def _row(data, model0, model) -> dict:
+    """The final measures of one trained network against its initialisation ``model0``."""
+    m = _measure.prior_measures(model, model0, data.x_train, data.y_train)
+    m_test = _measure.prior_measures(model, model0, data.x_test, data.y_test)
+    phi_tr, out_tr = _measure.forward(model, data.x_train)
+    return {
+        **{k: v for k, v in m.items() if k != "acc"},
+        # the NC1 variants the paper's Fig 2(b) could have plotted
+        "nc1_test": m_test["nc1"],
+        "s_init_test": m_test["s_init"],
+        "nc1_outputs": _measure.nc1(out_tr, data.y_train, out_tr.shape[1]),
+        "train_acc": m["acc"],
+        "dlr_test": m_test["dlr"],
+        "test_acc": m_test["acc"],
+        "n_features": int(phi_tr.shape[1]),
+    }
 
 
 def _summary(rows: list[dict], alphas) -> dict:
@@ -149,24 +140,14 @@ def _summary(rows: list[dict], alphas) -> dict:
     summary["alpha_max_fitted"] = float(alphas[fitted].max()) if fitted.any() else math.nan
     for key in ("dlr", "dlr_test", "s_init", "s_init_test", "param_norm", "nc1", "nc1_test"):
         vals = np.array([r[key] for r in rows])
-        summary[f"{key}_spearman_vs_alpha"] = _spearman(alphas, vals)
-        summary[f"{key}_spearman_vs_alpha_fitted"] = _spearman(alphas[fitted], vals[fitted])
+        summary[f"{key}_spearman_vs_alpha"] = _measure.spearman(alphas, vals)
+        summary[f"{key}_spearman_vs_alpha_fitted"] = _measure.spearman(alphas[fitted], vals[fitted])
     return summary
 
 
 def _fitted(rows: list[dict]) -> np.ndarray:
     """(len(alphas),) whether the run of each α fits every training image."""
     return np.array([r["train_acc"] == 1.0 for r in rows])
-
-
-def _spearman(a, b) -> float:
-    """Spearman rank correlation of two 1-D sequences without ties (NaN if any value is not
-    finite or there are fewer than two)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) < 2 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return float("nan")
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 _QUOTE = (
@@ -222,7 +203,7 @@ def _seed_fields(rows: list[dict], alphas) -> dict:
     out["dlr_test_rises"] = float(len(dlr) >= 2 and np.all(np.diff(dlr) > 0))
     for field, _, lazier in (*PRIOR, ("nc1_test", "NC1", +1)):
         vals = np.array([r[field] for r in rows])[fitted]
-        rho = _spearman(alphas, vals)
+        rho = _measure.spearman(alphas, vals)
         ratios = vals / vals[0] if len(vals) else np.array([math.nan])
         out[f"{field}_spearman"] = rho
         out[f"{field}_worst_ratio"] = float(ratios[np.argmax(np.abs(ratios - 1))])
@@ -256,12 +237,9 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     rows = results["table"]
     alphas = [r["alpha"] for r in rows]
     labels = {
-        "dlr": "D_LR (train) ↑ lazier",
-        "s_init": "S_init = 1 − CKA(K₀, K) ↓ lazier",
-        "param_norm": "‖θ‖²",
-        "nc1": "NC1",
-        "test_acc": "test accuracy",
-    }
+        "dlr": "D_LR (train) ↑ lazier", "s_init": "S_init = 1 − CKA(K₀, K) ↓ lazier",
+        "param_norm": "‖θ‖²", "nc1": "NC1", "test_acc": "test accuracy",
+    }  # fmt: skip
     fig, axes = plt.subplots(1, len(labels), figsize=(16, 3.2))
     for ax, (key, lab) in zip(axes, labels.items(), strict=True):
         ax.plot(alphas, [r[key] for r in rows], "o-")

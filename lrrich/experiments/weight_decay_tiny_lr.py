@@ -24,15 +24,14 @@ Findings (float32 round-off, why NC1 rises under pure shrinkage, the shrinkage g
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lrrich.claims import All, Below, Claim, Less, Value, measured, rf_reference
-from lrrich.experiments import _data, _measure, _presets
-from lrrich.trainer import train
+from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "wd-tiny-lr"
 DESCRIPTION = "D Fig 2a: large weight decay + tiny lr; D_LR vs S_init, |theta|^2, NC1"
@@ -61,7 +60,6 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     dataset: str = "mnist5k"
     width: int = 256
     depth: int = 3
-    optimizer: str = "sgd"
     lr: float = 1e-3
     momentum: float = 0.0
     weight_decay: float = 0.85
@@ -81,34 +79,36 @@ def run(config: Config, run_dir: Path) -> dict:
     passes; summary: the seed means (``per_seed``: each seed's; ``curves``: the first seed's)."""
     data = _data.load_data(config, "mlp")
     seeds = _presets.seed_list(config)
-    per_seed, curves = [], None
-    # one seed after another: the per-log-point measures are a train callback (not train_seeds)
-    for seed in seeds:
-        sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
-        one, c, total, n_eval = _train_seed(config, data, seed, sub)
-        per_seed.append({"seed": seed, **one})
-        curves = curves or c
-    numbers = [k for k, v in per_seed[0].items() if k != "seed" and isinstance(v, float)]
-    summary = {k: float(np.nanmean([p[k] for p in per_seed])) for k in numbers}  # NaN: undefined
-    summary["seeds"] = len(seeds)
+    tc = _presets.train_config(config, len(data.x_train))
+    total = (len(data.x_train) // tc.batch_size) * config.epochs
+    runs = _seeds.train_seeds(
+        "mlp", data, tc, seeds=seeds, width=config.width, depth=config.depth, run_dir=run_dir,
+        checkpoint_every=config.checkpoint_every, log_every=max(total // config.log_points, 1),
+        probe=functools.partial(_probe, config, data, total),
+    )  # fmt: skip
+    per_seed = [
+        {"seed": s, **r["measures"], "train_seconds": r["train_seconds"]}
+        for s, r in zip(seeds, runs, strict=True)
+    ]
+    numbers = [k for k, v in per_seed[0].items() if isinstance(v, float)]
+    # NaN where undefined: float32 D_LR of outputs shrunk to one value on every sample
+    summary = _seeds.seed_mean(per_seed, numbers, skip_nan=True) | {"seeds": len(seeds)}
     return {
         "summary": summary,
         "per_seed": per_seed,
-        "curves": curves,
+        "curves": runs[0]["curves"],
         "steps_total": total,
-        "measured": _measured(per_seed, config, data, total, n_eval),
+        "measured": _measured(per_seed, config, data, total),
     }
 
 
-def _train_seed(config: Config, data, seed: int, run_dir: Path):
-    """One seed's run: (summary, curves, total steps, number of images the measures use)."""
-    n_eval = min(config.eval_size, len(data.x_test))
-    x, y = data.x_test[:n_eval], data.y_test[:n_eval]
+def _probe(config: Config, data, total: int, seed: int, model0):
+    """One seed's (on_log, finish) for :func:`~lrrich.experiments._seeds.train_seeds`: the
+    measures at each log point on the first ``eval_size`` test images, float32 and float64."""
+    x, y = data.x_test[: config.eval_size], data.y_test[: config.eval_size]
     n_fit = min(config.eval_size, len(data.x_train))
     pick = np.sort(np.random.default_rng(seed).permutation(len(data.x_train))[:n_fit])
     x_tr, y_tr = data.x_train[pick], data.y_train[pick]
-    model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
-    init_fitted_dlr = _measure.init_baseline(model0, data)
     model0_64 = _measure.cast_model(model0, jnp.float64)
     curves: dict[str, list] = {}
 
@@ -124,36 +124,27 @@ def _train_seed(config: Config, data, seed: int, run_dir: Path):
         for k, v in row.items():
             curves.setdefault(k, []).append(v)
 
-    tc = _presets.train_config(config, len(data.x_train))
-    total = (len(data.x_train) // tc.batch_size) * config.epochs
-    _, hist = train(
-        model0, data, tc, key=jax.random.key(seed), log_every=max(total // config.log_points, 1),
-        metrics={}, callback=log, run_dir=run_dir / "train",
-        checkpoint_every=config.checkpoint_every, resume=config.checkpoint_every > 0,
-        progress=True,
-    )  # fmt: skip
-    summary = {
-        "train_acc_final": float(curves["train_acc"][-1]),
-        "test_acc_final": float(curves["acc"][-1]),
-        "init_fitted_dlr": init_fitted_dlr,
-        "shrink_factor_exp": float(np.exp(-config.lr * config.weight_decay * total)),
-        "train_seconds": float(hist.train_time),
-    }
-    for key in (f"{m}{suffix}" for m in MEASURES for suffix in ("", "_f64")):
-        summary[f"{key}_init"] = float(curves[key][0])
-        summary[f"{key}_final"] = float(curves[key][-1])
-    summary["kernel_similarity_final"] = 1.0 - summary["s_init_final"]
-    summary["kernel_similarity_f64_final"] = 1.0 - summary["s_init_f64_final"]
-    summary["nc1_shrink_final"] = float(curves["nc1_shrink"][-1])
-    # float32 outputs shrunk to one value on every sample leave D_LR undefined (NaN; limit 1)
-    dlr32 = np.asarray(curves["dlr"], float)
-    last = np.flatnonzero(np.isfinite(dlr32))[-1]
-    summary["dlr_last_defined"] = float(dlr32[last])
-    summary["dlr_last_defined_step"] = int(curves["step"][last])
-    summary["dlr_undefined_from_step"] = (
-        int(curves["step"][last + 1]) if last + 1 < len(dlr32) else None
-    )
-    return summary, curves, total, n_eval
+    def finish(model) -> dict:
+        c = {k: np.asarray(v, float) for k, v in curves.items()}
+        one = {
+            "train_acc_final": float(c["train_acc"][-1]), "test_acc_final": float(c["acc"][-1]),
+            "init_fitted_dlr": _measure.init_baseline(model0, data),
+            "shrink_factor_exp": float(np.exp(-config.lr * config.weight_decay * total)),
+        }  # fmt: skip
+        for key in (f"{m}{suffix}" for m in MEASURES for suffix in ("", "_f64")):
+            one[f"{key}_init"], one[f"{key}_final"] = float(c[key][0]), float(c[key][-1])
+        one["kernel_similarity_final"] = 1.0 - one["s_init_final"]
+        one["kernel_similarity_f64_final"] = 1.0 - one["s_init_f64_final"]
+        one["nc1_shrink_final"] = float(c["nc1_shrink"][-1])
+        # float32 outputs shrunk to one value on every sample leave D_LR undefined (NaN; limit 1)
+        last = np.flatnonzero(np.isfinite(c["dlr"]))[-1]
+        one["dlr_last_defined"] = float(c["dlr"][last])
+        one["dlr_last_defined_step"] = int(c["step"][last])
+        after = last + 1 < len(c["dlr"])
+        one["dlr_undefined_from_step"] = int(c["step"][last + 1]) if after else None
+        return {"measures": one, "curves": curves}
+
+    return log, finish
 
 
 _QUOTE = (
@@ -218,8 +209,9 @@ CLAIMS = (
 """D Fig 2(a)'s table, read on the test images at the configured weight decay."""
 
 
-def _measured(per_seed: list[dict], config: Config, data, steps: int, n_eval: int) -> dict:
+def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
+    n_eval = min(config.eval_size, len(data.x_test))
     fields = (
         "dlr_init", "dlr_last_defined", "dlr_f64_init", "dlr_f64_final", "param_norm_ratio_final",
         "kernel_similarity_final", "kernel_similarity_f64_final", "nc1_init", "nc1_final",
@@ -230,10 +222,9 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int, n_eval: in
     shrink = config.lr * config.weight_decay * steps
     deviations = [
         f"weight decay {config.weight_decay:g}, lr {config.lr:g} (ηλT = {shrink:.2f}): D's "
-        "values are not legible, the shrinkage is a choice"
+        "values are not legible, the shrinkage is a choice",
+        f"{data.name} ({len(data.x_train):,} training images), not all of MNIST",
     ]
-    if config.dataset != "mnist":
-        deviations.append(f"{data.name} ({len(data.x_train):,} training images), not all of MNIST")
     return measured(
         {f: [s[f] for s in per_seed] for f in fields},
         seeds=[s["seed"] for s in per_seed],
@@ -242,7 +233,7 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int, n_eval: in
         f"{config.weight_decay:g}, {steps} steps",
         baseline={f: [s["init_fitted_dlr"] for s in per_seed] for f in dlr_fields},
         reference={f: ref for f in dlr_fields},
-        deviations=deviations,
+        deviations=deviations if config.dataset != "mnist" else deviations[:1],
     )
 
 
@@ -266,9 +257,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         labels = ("train", "test") if acc else ("float32 (as trained)", "float64 forward")
         ax.plot(c["step"], c[solid], "o-", ms=3, label=labels[0])
         ax.plot(c["step"], c[dashed], "s--", ms=3, label=labels[1])
-        ax.set(
-            xlabel="step", title=title, yscale="log" if solid == "param_norm_ratio" else "linear"
-        )
+        ax.set(xlabel="step", title=title, yscale="log" if "norm" in solid else "linear")
         ax.legend(fontsize=7)
     axes[-1].set_ylim(0, 1)
     fig.suptitle("large weight decay + tiny learning rate: shrinkage without learning", fontsize=9)

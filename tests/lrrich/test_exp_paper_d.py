@@ -281,18 +281,6 @@ def test_shrinking_a_relu_mlp_sends_nc1_to_its_bias_masked_linear_limit():
     )  # the limit is another value: the shrinkage moves NC1
 
 
-def test_spearman_against_scipy():
-    from scipy.stats import spearmanr
-
-    spearman = target_downscaling._spearman
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(size=12), rng.normal(size=12)
-    assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
-    assert spearman([1, 2, 3], [5, 7, 9]) == pytest.approx(1.0)
-    assert math.isnan(spearman([1, 2], [1, float("nan")]))
-    assert math.isnan(spearman([1], [1]))
-
-
 def test_measures_against_direct_formulas():
     """S_init, ‖θ‖² and D_LR of _measure.prior_measures against naive n×n kernel computations."""
     data = _data.load_task("mnist5k", n_train=200)

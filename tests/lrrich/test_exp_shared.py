@@ -205,6 +205,73 @@ def test_training_figure_draws_every_seed_as_a_band(tmp_path, monkeypatch):
     assert not figures[0].axes[0].collections
 
 
+def test_seed_mean_can_skip_undefined_seeds():
+    runs = [{"dlr": 0.2, "nc1": None}, {"dlr": np.nan, "nc1": None}, {"dlr": 0.4, "nc1": None}]
+    assert np.isnan(_seeds.seed_mean(runs)["dlr"])
+    got = _seeds.seed_mean(runs, ["dlr", "nc1"], skip_nan=True)
+    assert got["dlr"] == pytest.approx(0.3) and np.isnan(got["nc1"])  # undefined in every seed
+
+
+def test_seed_dots_mean_skips_a_diverged_seed_when_asked():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    _plots.seed_dots(ax, [1, 2], [[0.2, 0.4], [0.3, None]], "s-", skip_nan=True)
+    _plots.seed_dots(ax, [1, 2], [[0.2, 0.4], [0.3, None]], "o-")
+    skipped, plain = ax.lines[2], ax.lines[5]  # each call: a dot line per x, then the mean
+    assert list(skipped.get_ydata()) == pytest.approx([0.3, 0.3])
+    assert np.isnan(plain.get_ydata()[1])
+    plt.close(fig)
+
+
+def test_spearman_against_scipy():
+    from scipy.stats import spearmanr
+
+    from lrrich.experiments._measure import spearman
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=12), rng.normal(size=12)
+    assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    assert spearman([1, 2, 3], [5, 7, 9]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [9, 7, 5]) == pytest.approx(-1.0)
+    assert np.isnan(spearman([1, 2], [1, float("nan")]))
+    assert np.isnan(spearman([1], [1]))
+
+
+def test_train_seeds_probe_sees_every_log_point_and_the_initial_network(tmp_path):
+    """A probe's callback runs at every log point of every seed, its finish reads the initial
+    network, and the numbers equal a plain train_seeds run (the callback changes no step)."""
+    from flax import nnx
+
+    from lrrich.experiments import _data
+
+    data = _data.load_task("digits")
+    tc = _presets.train_config(_presets.ImageTraining(lr=0.05, epochs=2), len(data.x_train))
+    seen = {}
+
+    def probe(seed, model0):
+        steps = seen.setdefault(seed, [])
+        w0 = np.asarray(nnx.state(model0, nnx.Param)["head"]["kernel"][...])
+
+        def finish(model):
+            w = np.asarray(nnx.state(model, nnx.Param)["head"]["kernel"][...])
+            return {"steps": list(steps), "moved": float(np.abs(w - w0).max())}
+
+        return (lambda record, model: steps.append(record["step"])), finish
+
+    kw = dict(seeds=[0, 1], width=8, depth=1, log_every=5)
+    got = _seeds.train_seeds("mlp", data, tc, run_dir=tmp_path / "a", probe=probe, **kw)
+    plain = _seeds.train_seeds("mlp", data, tc, run_dir=tmp_path / "b", **kw)
+    assert sorted(seen) == [0, 1]
+    for g, p in zip(got, plain, strict=True):
+        assert g["steps"] == g["history"]["step"] and g["moved"] > 0
+        assert (g["dlr"], g["test_acc"]) == (p["dlr"], p["test_acc"])
+    # cached: the probe's results come back without training again
+    seen.clear()
+    again = _seeds.train_seeds("mlp", data, tc, run_dir=tmp_path / "a", probe=probe, **kw)
+    assert not seen and [a["steps"] for a in again] == [g["steps"] for g in got]
+
+
 def test_train_run_is_one_resumable_logged_checkpointed_train(tmp_path):
     """_seeds.train_run is nets.train with the config's log and checkpoint periods, the seed's
     data order, and resumption from its folder."""
