@@ -52,7 +52,8 @@ def train_seeds(
     it raises :class:`nets.TrainingDiverged` where its loss turns non-finite.
 
     Args:
-      model_name, width, depth, model_kw: the network (:func:`~lrrich.experiments._data.build_model`).
+      model_name, width, depth, model_kw: the network
+        (:func:`~lrrich.experiments._data.build_model`).
       data, train_config: the :class:`nets.data.Dataset` and every seed's :class:`nets.TrainConfig`.
       log_every, eval_size: ``train``'s log period and log-point subset (None: its default).
       extra: ``extra(model, data) -> dict`` of further measures of each trained network.

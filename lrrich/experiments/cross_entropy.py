@@ -18,9 +18,8 @@ Expected (seeds 0–2): test accuracy CE 93.5 %, MSE 95.8 %; test D_LR from init
 logits 0.58 → 0.246, centred logits 0.60 → 0.241, probabilities 0.60 → 0.448, against the MSE
 control's 0.144: every choice falls, none reaches the MSE reading. Grokking: the logits' D_LR
 falls while the transformer memorises, then rises with the test accuracy (0.645 / 0.573 /
-0.388 at 97.0 / 72.6 / 11.1 %); those claims are judged only where every seed groks.
-
-Findings (the temperature scan, the per-sample shift, the grokking transformer):
+0.388 at 97.0 / 72.6 / 11.1 %); those claims are judged only where every seed groks. Findings
+(the temperature scan, the per-sample shift, the grokking transformer):
 ``docs/findings/cross_entropy.md``.
 """
 
@@ -39,6 +38,7 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "cross-entropy"
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
+PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
 TASKS = ("image", "modular")
 CHOICES = metrics.OUTPUT_CHOICES
 
@@ -46,37 +46,25 @@ CHOICES = metrics.OUTPUT_CHOICES
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
     """Cross-entropy vs MSE training with D_LR on three output choices (D App. E, Fig 17).
+    ``task='modular'``: a / b mod ``p`` (``seed`` sets the split), a ``depth``-block transformer
+    of width d = ``width`` with 4 heads."""
 
-    Attributes:
-      task: ``'image'`` (``dataset`` / ``model``) or ``'modular'`` (a / b mod ``p``, a
-        ``depth``-block transformer of width d = ``width``, 4 heads; ``seed`` sets the split).
-      model: the image network (:data:`~lrrich.experiments._data.MODELS`).
-      p: prime modulus of the modular task.
-      steps: optimizer steps (0: ``epochs`` decide).
-      warmup_steps: linear learning-rate warm-up.
-      mse_twin: also train every seed with MSE on one-hot × ``target_scale`` targets (the control).
-      target_scale: S of the MSE control's targets.
-      log_points: log points over training (D_LR on the test subset at each).
-      eval_size: test inputs per log point (1,000: all of mnist5k's test set).
-      temperatures: τ of the final scan of D_LR(softmax(z/τ)).
-    """
-
-    task: str = "image"
+    task: str = "image"  # 'image' (dataset, model) or 'modular'
     dataset: str = "mnist5k"
-    model: str = "mlp"
+    model: str = "mlp"  # the image network (_data.MODELS)
     width: int = 256
     depth: int = 2
     optimizer: str = "adam"
     lr: float = 1e-3
     epochs: int = 20
-    p: int = 97
-    steps: int = 0
-    warmup_steps: int = 0
-    mse_twin: bool = True
-    target_scale: float = 1.0
-    log_points: int = 20
-    eval_size: int = 1000
-    temperatures: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
+    p: int = 97  # prime modulus of the modular task
+    steps: int = 0  # optimizer steps (0: epochs decide)
+    warmup_steps: int = 0  # linear learning-rate warm-up
+    mse_twin: bool = True  # also train each seed with MSE on one-hot × target_scale (the control)
+    target_scale: float = 1.0  # S of the MSE control's targets
+    log_points: int = 20  # log points over training (D_LR on the test subset at each)
+    eval_size: int = 1000  # test inputs per log point (1,000: all of mnist5k's test set)
+    temperatures: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)  # final τ scan
 
 
 _GROKKING = Config(
@@ -260,11 +248,9 @@ def _measured(per_seed: list[dict], config: Config, data, n_eval: int, p: int) -
             values[f"{prefix}_{c}_minus_mse"] = [
                 s[f"ce_{c}_end"] - s["mse_logits_end"] for s in per_seed
             ]
-    what = (
-        f"{config.depth}-block transformer d = {config.width}, a / b mod {config.p}"
-        if config.task == "modular"
-        else f"{config.model} width {config.width} depth {config.depth}"
-    )
+    what = f"{config.model} width {config.width} depth {config.depth}"
+    if config.task == "modular":
+        what = f"{config.depth}-block transformer d = {config.width}, a / b mod {config.p}"
     length = f"{config.steps} steps" if config.steps else f"{config.epochs} epochs"
     image = config.task == "image" and config.model != "resnet18"
     return measured(
@@ -310,7 +296,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         axes[2].axhline(s["ce_centred_logits_end"], color="C1", ls=":", lw=1)
         axes[2].axhline(s["ce_logits_end"], color="C0", ls=":", lw=1)
     axes[2].set(xlabel="softmax temperature τ", ylabel="final test D_LR of softmax(z/τ)")
-    axes[2].set_title("dotted: logits (C0), centred logits (C1)", fontsize=9)
     axes[2].set_ylim(0, 1)
+    axes[2].set_title("dotted: logits (C0), centred logits (C1)", fontsize=9)
     axes[0].legend(fontsize=7)
     return [save_figure(fig, Path(run_dir) / "cross_entropy.png")]

@@ -37,13 +37,8 @@ _log = logging.getLogger(__name__)  # progress lines; the CLI shows them on stde
 class Config(_presets.ImageTraining):
     """Demo settings: SGD with momentum 0.9, lr 0.5, 30 epochs of the 4,000 ``mnist5k`` training
     images, a two-hidden-layer ReLU MLP of width 512 (training fields:
-    :class:`~lrrich.experiments._presets.ImageTraining`).
-
-    Attributes:
-      init_scale: initial mode strength of the sims (small init → sigmoidal stages).
-      n_times: time points of the exact/integrated trajectories.
-      eval_size: fixed train / test images of each log point's curves (the final ``*_dlr`` and
-        ``*_test_acc`` use the whole test set); 384 keeps logging under 5 % of the run.
+    :class:`~lrrich.experiments._presets.ImageTraining`). The final ``*_dlr`` and ``*_test_acc``
+    read the whole test set, the curves ``eval_size`` fixed images (logging under 5 % of the run).
     """
 
     dataset: str = "mnist5k"
@@ -51,9 +46,9 @@ class Config(_presets.ImageTraining):
     depth: int = 2
     lr: float = 0.5
     epochs: int = 30
-    init_scale: float = 1e-3
-    n_times: int = 200
-    eval_size: int = 384
+    init_scale: float = 1e-3  # initial mode strength of the sims (small init → sigmoidal stages)
+    n_times: int = 200  # time points of the exact / integrated trajectories
+    eval_size: int = 384  # fixed train / test images of each log point's curves
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -218,7 +213,6 @@ def verdict(results: dict) -> str:
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``modes.png`` (exact vs integrated) and ``rich_vs_lazy.png`` (D_LR and accuracy)."""
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
     from lrrich.io import save_figure
 
@@ -232,16 +226,12 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     )  # fmt: skip
     for ax, (t, key, ylabel, eq, title) in zip(axes, panels, strict=True):
         t, exact, flow = c[t], np.array(c[f"{key}_exact"]), np.array(c[f"{key}_flow"])
-        for i in range(exact.shape[1]):
-            ax.plot(t, exact[:, i], lw=2, color=f"C{i}", label=f"mode {i + 1}")
-            ax.plot(t[::8], flow[::8, i], "k.", ms=3)
+        for i in range(exact.shape[1]):  # lines: the exact modes; dots: the integrated flow
+            exact_label = f"mode {i + 1}" + ("" if i else f", exact ({eq})")
+            ax.plot(t, exact[:, i], lw=2, color=f"C{i}", label=exact_label)
+            ax.plot(t[::8], flow[::8, i], "k.", ms=3, label=None if i else "gradient flow")
         ax.set(xlabel="t (gradient-flow time)", ylabel=ylabel, title=title)
-        handles, _ = ax.get_legend_handles_labels()
-        key = [
-            Line2D([], [], color="0.3", lw=2, label=f"exact ({eq})"),
-            Line2D([], [], color="k", marker=".", ls="", label="gradient flow (integrated)"),
-        ]
-        ax.legend(handles=[*handles, *key], fontsize=7)
+        ax.legend(fontsize=7)
         ax.title.set_fontsize(9)
     paths = [save_figure(fig, run_dir / "modes.png")]
 

@@ -44,27 +44,18 @@ SIGNIFICANCE = 0.05
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
     """Feature-quality settings (D Fig 7: ResNet18 on CIFAR-100; D App. F.4). Small scale: a ReLU
-    MLP 784-128-128-10 on the 4,000 mnist5k digits, SGD 0.9, lr 0.05, 30 epochs, no schedule.
-
-    Attributes:
-      model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
-      log_points: log points after initialisation (the decomposition is also taken at step 0).
-      n_fit: training images of S_fit (Nyström; ≥ the feature width p).
-      n_eval: test images of S_eval (inner products with the targets).
-      schedule: ``'constant'`` or ``'step'`` (× 0.2 every ``step_every_epochs``, D's Fig 7).
-      step_every_epochs: period of the step schedule.
-    """
+    MLP 784-128-128-10 on the 4,000 mnist5k digits, SGD 0.9, lr 0.05, 30 epochs, no schedule."""
 
     dataset: str = "mnist5k"
-    model: str = "mlp"
+    model: str = "mlp"  # or another _data.MODELS entry
     width: int = 128
     depth: int = 2
     lr: float = 0.05
     epochs: int = 30
-    log_points: int = 20
-    n_fit: int = 1000
-    n_eval: int = 1000
-    schedule: str = "constant"
+    log_points: int = 20  # log points after initialisation (the decomposition also at step 0)
+    n_fit: int = 1000  # training images of S_fit (Nyström; ≥ the feature width p)
+    n_eval: int = 1000  # test images of S_eval (inner products with the targets)
+    schedule: str = "constant"  # or 'step' (× 0.2 every step_every_epochs, D's Fig 7)
     step_every_epochs: int = 60
 
 

@@ -16,10 +16,8 @@ weight_decays=0,0.0001,0.0005,0.001``.
 Expected (seed 0): MLP test error 31.7 % → 4.4 % for n = 50 → 4,000, test D_LR 0.215 → 0.18,
 flat from n = 100 (no critical n), 0.117 with λ = 1e-3; LeNet-5 0.359 → 0.181, falling
 steadily; ResNet18 0.190 → 0.082, below 0.1 from n = 1,000. Seeds 0–2 at n = 4,000: MLP 0.169
-± 0.019; ``--scale fcn`` 0.115 ± 0.003, above 0.1 in every seed.
-
-Findings (the MLP's flat curve, training length, the ResNet at small n):
-``docs/findings/learning_curve.md``.
+± 0.019; ``--scale fcn`` 0.115 ± 0.003, above 0.1 in every seed. Findings (the MLP's flat
+curve, training length, the ResNet at small n): ``docs/findings/learning_curve.md``.
 """
 
 from __future__ import annotations
@@ -34,6 +32,10 @@ from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "learning-curve"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
+PAPER = {
+    "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
+    "D_LR vs weight decay": "smaller with larger weight decay; rich already without it",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,28 +45,20 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     Paper: ResNet18 (k = 64) on CIFAR-10 subsets of 500 … 50,000 images, SGD lr 0.05, weight decay
     1e-3, 200 epochs, lr × 0.2 every 60, output scale 1/3, augmented. Small scale: mnist5k, the
     MLP, lr 0.5, raw [0, 1] pixels, no augmentation. ``--scale fcn`` reads T Fig 7.6's "FCN of
-    width 512 and depth 4" as four weight layers (**Decision**).
-
-    Attributes:
-      model: ``'mlp'`` (small), ``'resnet18'`` (paper), ``'lenet5'``, …
-      n_trains: training-set sizes (class-balanced subsets, nested).
-      weight_decays: coupled L2 weight decays λ (T §2.4 default 1e-3).
-      epochs: training epochs at every n, or at the largest n with ``matched_steps``.
-      step_every_epochs: step schedule period, × 0.2 (with ``matched_steps``: at the largest n).
-      matched_steps: every n trains the optimizer steps of ``epochs`` epochs at the largest n
-        (**Deviation** of the CPU scales: a 50-image run would barely move); ``False`` is D's.
+    width 512 and depth 4" as four weight layers (**Decision**). ``matched_steps`` (**Deviation**
+    of the CPU scales: a 50-image run would barely move): every n trains the optimizer steps of
+    ``epochs`` epochs at the largest n; ``False`` is D's protocol.
     """
 
     dataset: str = "mnist5k"
-    model: str = "mlp"
+    model: str = "mlp"  # 'mlp' (small), 'resnet18' (paper), 'lenet5', …
     width: int = 256
     depth: int = 2
-    n_trains: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 4000)
-    weight_decays: tuple[float, ...] = (0.0, 1e-3)
+    n_trains: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 4000)  # nested, class-balanced
+    weight_decays: tuple[float, ...] = (0.0, 1e-3)  # coupled L2 weight decays λ (T §2.4: 1e-3)
     lr: float = 0.5
-    momentum: float = 0.9
-    epochs: int = 100
-    step_every_epochs: int = 40
+    epochs: int = 100  # at every n, or at the largest n with matched_steps
+    step_every_epochs: int = 40  # lr × 0.2 every this many epochs (matched_steps: of the largest n)
     output_scale: float = 1 / 3
     matched_steps: bool = True
 

@@ -1,11 +1,10 @@
 """S's table / T Fig 7.2(a) / D App. E Fig 15: ResNet18 learning-rate sweep; T Table 2.2's MF check.
 
-ResNet18 on CIFAR-100 with SGD at learning rates 0.005 / 0.05 / 0.2: the smallest is lazier
-(D_LR 0.053, test 66.3 %), the intermediate one the richest and the best (0.025, 78.3 %), the
-largest drifts back (0.039, 74.5 %). At every rate the feature decomposition is read as in T
-Table 2.2: the minimum-feature (MF) regime has D_eff(ρ) ≈ D_eff(Q̂) ≈ C and D_LR < 0.1. A rate
-whose loss diverges in a seed is kept as "diverged". A sweep sets one rate per run (``lrrich
-sweep resnet-lr --grid lrs=0.005,0.05,0.2 --seeds 3``; the plain keys ``dlr``, ``test_acc``, …).
+ResNet18 on CIFAR-100, SGD at lr 0.005 / 0.05 / 0.2: D_LR 0.053 / 0.025 / 0.039, test 66.3 /
+78.3 / 74.5 % (the intermediate rate the richest and the best). Every rate is read as in T Table
+2.2 (the MF regime: D_eff(ρ) ≈ D_eff(Q̂) ≈ C, D_LR < 0.1); a rate whose loss diverges in a seed
+is kept as "diverged". A sweep sets one rate per run (``lrrich sweep resnet-lr --grid
+lrs=0.005,0.05,0.2 --seeds 3``; the plain keys ``dlr``, ``test_acc``, …).
 
 Command: ``lrrich run resnet-lr --out runs/lr`` (small: ResNet18 k = 4 on 1,024 Fashion-MNIST
 images, 3 rates × 3 seeds × 200 epochs). ``--scale past-0.2`` (rates 0.2 … 1.6) and ``--scale
@@ -15,10 +14,8 @@ p = 32: 0.44), test accuracy 67 / 76 / 78 %: the smallest rate the laziest and t
 0.2, not 0.05, the richest and the best; D_eff(ρ) 7.4 / 9.9 / 9.7, D_eff(Q̂) 13.4 / 16.8 / 15.4
 (C = 10, seed 0). ``past-0.2``: D_LR 0.10 at lr 0.2, 0.26 at lr 1.6, none diverges (but the
 lr-1.6 networks fit only 79–93 % of their training images). ``width16``: 0.104 against 0.146
-for k = 4 at the same 50 epochs (seed 0).
-
-Findings (three seeds, augmentation, under-training, rates past 0.2, width):
-``docs/findings/resnet_lr.md``.
+for k = 4 at the same 50 epochs (seed 0). Findings (three seeds, augmentation, under-training,
+rates past 0.2, width): ``docs/findings/resnet_lr.md``.
 """
 
 from __future__ import annotations
@@ -33,6 +30,11 @@ from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "resnet-lr"
 DESCRIPTION = "S / T Fig 7.2a: ResNet18 lr sweep (D_LR, accuracy) and T Table 2.2 MF check"
+PAPER = {
+    "dlr_lr0.005": 0.053, "dlr_lr0.05": 0.025, "dlr_lr0.2": 0.039, "test_acc_lr0.005": 0.663,
+    "test_acc_lr0.05": 0.783, "test_acc_lr0.2": 0.745, "d_eff_rho_lr0.05": 99.9,
+    "d_eff_util_lr0.05": 99.7, "richest_lr": 0.05,
+}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,21 +46,16 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     constant rate (the ``paper`` preset), D App. F.4 400 epochs with the rate × 0.2 every 60
     (``--set epochs=400 --set schedule=step``). Small scale: 1,024 Fashion-MNIST images padded
     to 32×32 (C = 10), k = 4, 200 epochs, no augmentation, output scale 1/3.
-
-    Attributes:
-      lrs: the SGD learning rates trained (paper 0.005, 0.05, 0.2).
-      schedule: ``'constant'`` (CIFAR-100) or ``'step'`` (× 0.2 every ``step_every_epochs``).
-      step_every_epochs: period of the step schedule (paper 60).
     """
 
     dataset: str = "fashion_mnist"
     n_train: int | None = 1024
     width: int = 4
-    lrs: tuple[float, ...] = (0.005, 0.05, 0.2)
+    lrs: tuple[float, ...] = (0.005, 0.05, 0.2)  # the SGD learning rates (paper 0.005, 0.05, 0.2)
     weight_decay: float = 1e-3
     epochs: int = 200
-    schedule: str = "constant"
-    step_every_epochs: int = 60
+    schedule: str = "constant"  # 'constant' (CIFAR-100) or 'step' (× 0.2 every step_every_epochs)
+    step_every_epochs: int = 60  # period of the step schedule (paper 60)
     output_scale: float = 1 / 3
 
 
@@ -201,17 +198,14 @@ def _measured(per_seed: dict, config: Config, data, baseline: list[float]) -> di
         for k in ("d_eff_rho", "d_eff_util"):
             if all(k in r for r in runs):
                 values[f"{k}_per_c_lr{t}"] = [r[k] / c for r in runs]
-    deviations = []
-    if not data.name.startswith("cifar100") or config.width != 64:
-        deviations.append(
-            f"ResNet18 k = {config.width} on {data.name} (C = {c}) instead of k = 64 on "
-            "CIFAR-100 (C = 100): the D_eff claims read D_eff / C"
-        )
+    other = not data.name.startswith("cifar100") or config.width != 64
+    deviation = f"ResNet18 k = {config.width} on {data.name} (C = {c}) instead of k = 64 on "
+    deviation += "CIFAR-100 (C = 100): the D_eff claims read D_eff / C"
     scale = f"ResNet18 k = {config.width}, {config.epochs} epochs, SGD ({config.schedule}), "
     scale += f"wd {config.weight_decay:g}"
     return _seeds.claims_record(
         values, config, data, p=8 * config.width, baseline=baseline, scale=scale,
-        deviations=deviations,
+        deviations=[deviation] if other else [],
     )  # fmt: skip
 
 
@@ -228,7 +222,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     panels = (
         (0, "dlr", "o-", "C0", "test"), (0, "dlr_train", "s:", "C1", "train"),
         (1, "test_acc", "o-", "C0", "test"), (1, "train_acc", "s:", "C1", "train"),
-        (2, "d_eff_rho", "o-", "C0", "D_eff(ρ) adjusted"), (2, "d_eff_util", "s-", "C1", "D_eff(Q̂)"),
+        (2, "d_eff_rho", "o-", "C0", "D_eff(ρ) adjusted"),
+        (2, "d_eff_util", "s-", "C1", "D_eff(Q̂)"),
     )  # fmt: skip
     for i, key, fmt, color, label in panels:  # the mean skips a diverged seed's NaN
         values = [[r.get(key) for r in rs] for rs in runs]

@@ -26,6 +26,7 @@ from sims import scaling_laws as sl
 
 NAME = "scaling-laws"
 DESCRIPTION = "T Fig 4.2-4.3, C.1: multilinear-model scaling laws in T, D, N, C vs Table 4.1"
+PAPER = {"exponents": "time/data -a/(a+1), params -a, compute -a/(a+2)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,11 +194,9 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for a, r in results["alphas"].items():
-        for ax, x, y, name, lab in (
-            (axes[0], "T", "L_T", "time", "time T"),
-            (axes[1], "D", "L_D", "data", "data D"),
-            (axes[2], "N", "L_N", "params", "parameters N"),
-        ):
+        panels = (("T", "L_T", "time", "time T"), ("D", "L_D", "data", "data D"),
+                  ("N", "L_N", "params", "parameters N"))  # fmt: skip
+        for ax, (x, y, name, lab) in zip(axes, panels, strict=True):
             xx, theory = np.asarray(r[x]), r["theory"][name]
             (line,) = ax.loglog(xx, r[y], "-", label=f"α={a} model")
             fit = r["fits"][name]["exponent"]

@@ -13,10 +13,8 @@ Command: ``lrrich run target-downscaling --out runs/target-downscaling`` (three 
 Expected (seeds 0 / 1 / 2, test images): D_LR rises strictly 0.08 → 0.93 / 0.89 / 0.93 from
 α = 1 to 1000 (random features: 0.824); the runs fit every training image up to α = 100 / 300 /
 100. Over those α, S_init falls 0.65 → 0.47 / 0.61 → 0.50 / 0.62 → 0.35, ‖θ‖² falls to ~0.72 of
-its value at α = 1, and NC1 rises 0.18 → 0.87 / 1.96 / 0.90.
-
-Findings (NC1 on other inputs and α ranges, the S_init turn):
-``docs/findings/target_downscaling.md``.
+its value at α = 1, and NC1 rises 0.18 → 0.87 / 1.96 / 0.90. Findings (NC1 on other inputs
+and α ranges, the S_init turn): ``docs/findings/target_downscaling.md``.
 """
 
 from __future__ import annotations
@@ -28,10 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from lrrich.claims import Claim, Holds, Premise, Value, measured
-from lrrich.experiments import _data, _measure, _presets, _seeds
+from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "target-downscaling"
 DESCRIPTION = "D Fig 2b,c: target downscaling alpha sweep, D_LR vs S_init, |theta|^2, NC1"
+PAPER = {"dlr_monotone": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,11 +45,6 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     Choices where D is silent: the last partial batch — 100 epochs are 800 steps of full
     batches, PyTorch's 100 · ⌈1,000 / 128⌉ (``_presets.paper_steps``); raw [0, 1] pixels;
     initialisation: PyTorch's default; the claims read the measures on the test images.
-
-    Attributes:
-      alphas: the target-downscaling constants α (targets one_hot(y)/α).
-      log_points: log points per α (D_LR and accuracy curves).
-      eval_size: fixed train / test images per log point (256 = p keeps logging under 5 %).
     """
 
     dataset: str = "mnist5k"
@@ -60,9 +54,9 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     optimizer: str = "adam"
     lr: float = 1e-3
     epochs: int = 100
-    alphas: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
-    log_points: int = 10
-    eval_size: int = 256
+    alphas: tuple[float, ...] = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)  # targets one_hot(y)/α
+    log_points: int = 10  # log points per α (D_LR and accuracy curves)
+    eval_size: int = 256  # fixed train / test images per log point (256 = p: logging under 5 %)
 
 
 SCALES = {"small": Config(), "paper": Config(dataset="mnist")}
@@ -250,12 +244,8 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     fig.suptitle("target downscaling: larger α = lazier; which measure follows α?", fontsize=9)
     paths = [save_figure(fig, run_dir / "measures_vs_alpha.png")]
 
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    hs = results["histories"]
-    for i, (a, h) in enumerate(hs.items()):
-        color = plt.get_cmap("viridis")(i / max(len(hs) - 1, 1))
-        ax.plot(h["step"], h["dlr_train"], color=color, label=f"α={a}")
-    ax.set(xlabel="step", ylabel="D_LR (train)", ylim=(0, 1), title="D_LR during training")
-    ax.legend(fontsize=7)
+    lines = [(h, "dlr_train", f"α={a}") for a, h in results["histories"].items()]
+    fig, _ = _plots.step_figure({"D_LR during training": lines}, log=False, cmap="viridis",
+                                size=(5.0, 3.4), ylabel="D_LR (train)", ylim=(0, 1))  # fmt: skip
     paths.append(save_figure(fig, run_dir / "dlr_curves.png"))
     return paths

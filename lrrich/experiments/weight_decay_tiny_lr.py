@@ -16,7 +16,6 @@ Expected at weight decay 0.85 (ηλT = 5.3; seeds 0–2): accuracy at chance; �
 rises 0.55 → 0.92–0.97 (its last defined value: later the outputs are identical on every
 sample) — the paper's 0.59 → 1.0; the float64 forward pass of the same weights falls to
 0.45–0.52. The claims are judged at this configured shrinkage, not at one tuned to meet them.
-
 Findings (float32 round-off, why NC1 rises under pure shrinkage, the shrinkage grid):
 ``docs/findings/wd_tiny_lr.md``.
 """
@@ -49,12 +48,8 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     Paper: all of MNIST, batch 128, SGD without momentum, 200 epochs, MSE on one-hot targets; η,
     λ and the MLP are not legible. **Decision (no source):** the thesis's 4-layer FCN (3 hidden
     ReLU layers of 256) and ηλT ≈ 5.3 (θ shrinks ~200×): η = 1e-4, λ = 0.56 at paper scale
-    (T = 93,600 steps); η = 1e-3, λ = 0.85 on the 4,000 mnist5k images (T = 6,200).
-
-    Attributes:
-      eval_size: test images the measures read (the first ones), and training images (a seeded
-        subset) of the training accuracy.
-      log_points: number of log points (measure curves vs step).
+    (T = 93,600 steps); η = 1e-3, λ = 0.85 on the 4,000 mnist5k images (T = 6,200). The measures
+    read the first ``eval_size`` test images (the training accuracy: a seeded training subset).
     """
 
     dataset: str = "mnist5k"
@@ -65,7 +60,7 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     weight_decay: float = 0.85
     epochs: int = 200
     eval_size: int = 2048
-    log_points: int = 20
+    log_points: int = 20  # log points (the measure curves vs step)
 
 
 SCALES = {
