@@ -14,92 +14,56 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Training:
-    """Seed and optimizer of an experiment's networks (defaults: :class:`nets.TrainConfig`'s).
+    """Seed and optimizer of an experiment's networks (defaults: :class:`nets.TrainConfig`'s)."""
 
-    Attributes:
-      seed: PRNG seed of the initialisation and the data order.
-      optimizer: ``'sgd'`` (heavy-ball momentum), ``'adam'`` (coupled L2, PyTorch's
-        ``Adam(weight_decay=…)``) or ``'adamw'`` (decoupled weight decay).
-      lr: learning rate η.
-      momentum: SGD momentum μ.
-      b1, b2, eps: Adam's β₁, β₂, ε.
-      weight_decay: weight decay λ (coupled for sgd / adam, decoupled for adamw).
-    """
-
-    seed: int = 0
-    optimizer: str = "sgd"
-    lr: float = 0.1
-    momentum: float = 0.0
-    b1: float = 0.9
-    b2: float = 0.999
-    eps: float = 1e-8
-    weight_decay: float = 0.0
+    seed: int = 0  # PRNG seed of the initialisation and the data order
+    optimizer: str = "sgd"  # 'sgd' (heavy ball), 'adam' (coupled L2), 'adamw' (decoupled)
+    lr: float = 0.1  # learning rate η
+    momentum: float = 0.0  # SGD momentum μ
+    b1: float = 0.9  # Adam's β₁
+    b2: float = 0.999  # Adam's β₂
+    eps: float = 1e-8  # Adam's ε
+    weight_decay: float = 0.0  # λ, coupled for sgd / adam, decoupled for adamw
 
 
 @dataclasses.dataclass(frozen=True)
 class StepTraining(Training):
-    """A run measured in optimizer steps (defaults: teddykoker/grokking's AdamW, which D used).
-
-    Attributes:
-      warmup_steps: linear learning-rate warm-up from 0 over this many steps.
-      batch_size: minibatch size B.
-      steps: optimizer steps per run.
-      log_every: steps between logged accuracy / D_LR points (also at step 0 and the end).
-      checkpoint_every: steps between checkpoints (0: none), for ``--resume``.
-    """
+    """A run measured in optimizer steps (defaults: teddykoker/grokking's AdamW, which D used)."""
 
     optimizer: str = "adamw"
     lr: float = 1e-3
     b2: float = 0.98
     weight_decay: float = 1.0
-    warmup_steps: int = 10
-    batch_size: int = 512
-    steps: int = 3000
-    log_every: int = 50
-    checkpoint_every: int = 500
+    warmup_steps: int = 10  # linear learning-rate warm-up from 0
+    batch_size: int = 512  # minibatch size B
+    steps: int = 3000  # optimizer steps per run
+    log_every: int = 50  # steps between log points (also at step 0 and the end)
+    checkpoint_every: int = 500  # steps between checkpoints (0: none), for --resume
 
 
 @dataclasses.dataclass(frozen=True)
 class ImageTraining(Training):
-    """The image experiments' training: SGD with momentum 0.9 (D App. F.4, T §2.4).
+    """The image experiments' training: SGD with momentum 0.9 (D App. F.4, T §2.4)."""
 
-    Attributes:
-      dataset: one of :data:`~lrrich.experiments._data.DATASETS`.
-      data_dir: folder of the data (IDX files for Fashion-MNIST, TFDS for MNIST / CIFAR).
-      n_train: training subset size (None: the whole training split).
-      width: hidden width p of the MLP, VGG16's first-block width, ResNet18's k.
-      depth: hidden layers of the MLP (the convolutional nets have a fixed depth).
-      batch_size: minibatch size B (capped at the training-set size).
-      epochs: training epochs.
-      output_scale: ε, the network output is multiplied by ε (D App. F.4).
-      augment: ``'cifar'`` (random crop + flip) or ``'none'``.
-      checkpoint_every: optimizer steps between checkpoints (0: none), for ``--resume``.
-      normalize: ``'none'`` or ``'channel'`` (per-channel standardisation, D App. F.4.2).
-    """
-
-    dataset: str = "mnist5k"
-    data_dir: str | None = None
-    n_train: int | None = None
-    width: int = 256
-    depth: int = 3
+    dataset: str = "mnist5k"  # one of _data.DATASETS
+    data_dir: str | None = None  # IDX files for Fashion-MNIST, TFDS for MNIST / CIFAR
+    n_train: int | None = None  # training subset size (None: the whole split)
+    width: int = 256  # MLP hidden width p, VGG16's first-block width, ResNet18's k
+    depth: int = 3  # MLP hidden layers (the conv nets have a fixed depth)
     momentum: float = 0.9
-    batch_size: int = 128
+    batch_size: int = 128  # minibatch size B (capped at the training-set size)
     epochs: int = 100
-    output_scale: float = 1.0
-    augment: str = "none"
-    checkpoint_every: int = 0
-    normalize: str = "none"
+    output_scale: float = 1.0  # ε: the network output is multiplied by ε (D App. F.4)
+    augment: str = "none"  # 'cifar' (random crop + flip) or 'none'
+    checkpoint_every: int = 0  # optimizer steps between checkpoints (0: none), for --resume
+    normalize: str = "none"  # 'none' or 'channel' (per-channel standardisation, D App. F.4.2)
 
 
 @dataclasses.dataclass(frozen=True)
 class Seeds:
-    """Repeat every run over seeds ``seed, …, seed + seeds − 1`` (D averages at least three).
+    """Repeat every run over seeds ``seed, …, seed + seeds − 1`` (D averages at least three)."""
 
-    Attributes:
-      seeds: number of seeds n (≥ 1).
-    """
-
-    seeds: int = 3
+    seeds: int = 3  # number of seeds n ≥ 1
 
 
 def seed_list(config) -> list[int]:
@@ -131,25 +95,16 @@ def paper_scale(config_cls: type, dataset: str, **fields):
     """``config_cls`` in the papers' common accelerator setting on ``dataset`` (D App. F.4, T §2.4):
     the whole training split, width 64, CIFAR augmentation, per-channel normalisation on CIFAR,
     a checkpoint every 2,000 steps; ``fields`` win."""
-    common = dict(
-        dataset=dataset,
-        n_train=None,
-        width=64,
-        augment="cifar",
-        checkpoint_every=2_000,
-        normalize="channel" if dataset.startswith("cifar") else "none",
-    )
-    return config_cls(**{**common, **fields})
+    norm = "channel" if dataset.startswith("cifar") else "none"
+    common = dict(dataset=dataset, n_train=None, width=64, augment="cifar", checkpoint_every=2_000)
+    return config_cls(**{**common, "normalize": norm, **fields})
 
 
 def paper_steps(n_train: int, batch_size: int, epochs: int) -> int:
     """E · ⌈n / min(B, n)⌉: the optimizer steps of ``epochs`` epochs of PyTorch's ``DataLoader``,
     which keeps the short last batch (``nets`` drops it), as full batches."""
-    for name, v, low in (
-        ("n_train", n_train, 1),
-        ("batch_size", batch_size, 1),
-        ("epochs", epochs, 0),
-    ):
+    checks = (("n_train", n_train, 1), ("batch_size", batch_size, 1), ("epochs", epochs, 0))
+    for name, v, low in checks:
         if not isinstance(v, int) or isinstance(v, bool) or v < low:
             raise ValueError(f"{name} must be a whole number ≥ {low}, got {v!r}")
     return epochs * -(-n_train // min(batch_size, n_train))

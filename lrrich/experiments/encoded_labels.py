@@ -3,10 +3,8 @@
 The one-hot label is written into the first C = 10 pixels of every training image (true labels)
 and of every test image (random labels), ``nets.encode_labels``. The same MLP, from the same
 initialisation, trains with MSE on one-hot targets with full backprop (rich) or only its last
-layer (lazy: random features fixed). The rich network learns the shortcut: its features collapse
-onto the code (D_LR → 0) and, following the random test code, it is at chance on the true
-digits. The lazy network keeps reading the image: it generalises better while its D_LR stays
-large. Rich ≠ better representation, and D_LR measures the former without labels.
+layer (lazy). The rich network learns the shortcut (D_LR → 0, at chance on the true test digits);
+the lazy one keeps reading the image and generalises better while its D_LR stays large.
 
 Command: ``lrrich run encoded-labels`` (the 4,000 / 1,000 mnist5k digits, 3 seeds; ``--set
 seeds=1`` takes a third of the time). ``--scale matched-steps`` trains the paper's number of Adam
@@ -25,13 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, Value, measured, rf_reference
+from lrrich.claims import MF_BOUNDARY, Below, Less, Premise, Value, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "encoded-labels"
 DESCRIPTION = "D Fig 1: encoded-label MNIST MLP, full backprop (rich) vs last layer only"
-PAPER = {"rich_dlr": 0.0087, "lazy_dlr": 0.63, "rich_test_acc": 0.100, "lazy_test_acc": 0.744,
-         "rich_train_acc": 1.0, "lazy_train_acc": 0.987}  # fmt: skip
 MODES = (("rich", False), ("lazy", True))
 """Each mode and whether it trains the last layer only."""
 PAPER_STEPS = 46_900
@@ -46,13 +42,6 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     one-hot targets. D's learning rate and MLP size are not legible: Adam's lr 1e-3 and the
     thesis's 4-layer FCN (3 hidden ReLU layers of width 256). Small-scale deviation: the 4,000
     mnist5k images, so 100 epochs are 3,100 Adam steps (``matched-steps``: 46,500).
-
-    Attributes:
-      code_value: pixel value of the hot code entry (MNIST pixels lie in [0, 1]).
-      code_seed: NumPy seed of the random test-time codes.
-      log_points: log points over training (the D_LR and accuracy curves).
-      eval_size: train / test images per log point (the summary uses the full sets).
-      modes: the modes trained, ``('rich', 'lazy')`` or one (then no claim is read).
     """
 
     dataset: str = "mnist5k"
@@ -62,11 +51,11 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     lr: float = 1e-3
     epochs: int = 100
     output_scale: float = 1 / 3
-    code_value: float = 1.0
-    code_seed: int = 0
-    log_points: int = 20
-    eval_size: int = 768
-    modes: tuple[str, ...] = ("rich", "lazy")
+    code_value: float = 1.0  # pixel value of the hot code entry (pixels lie in [0, 1])
+    code_seed: int = 0  # NumPy seed of the random test-time codes
+    log_points: int = 20  # log points over training
+    eval_size: int = 768  # train / test images per log point (the summary: the full sets)
+    modes: tuple[str, ...] = ("rich", "lazy")  # the modes trained (one: no claim is read)
 
 
 SCALES = {
@@ -78,8 +67,7 @@ SCALES = {
 
 
 def run(config: Config, run_dir: Path) -> dict:
-    """Train rich and lazy from the same inits; summary: seed means of the accuracies, D_LR and
-    code agreement."""
+    """Train rich and lazy from the same inits; summary: seed means per mode."""
     from nets import encode_labels
 
     bad = [m for m in config.modes if m not in dict(MODES)]
@@ -89,11 +77,8 @@ def run(config: Config, run_dir: Path) -> dict:
     data = encode_labels(data, value=config.code_value, seed=config.code_seed)
     total = len(data.x_train) // min(config.batch_size, len(data.x_train)) * config.epochs
     seeds = _presets.seed_list(config)
-    runs = {
-        m: _train_mode(config, data, m, seeds, total, run_dir)
-        for m, _ in MODES
-        if m in config.modes
-    }
+    modes = [m for m, _ in MODES if m in config.modes]
+    runs = {m: _train_mode(config, data, m, seeds, total, run_dir) for m in modes}
     per_seed = []
     for i, seed in enumerate(seeds):
         model0 = _data.build_model("mlp", data, width=config.width, depth=config.depth, seed=seed)
@@ -140,32 +125,29 @@ def _train_mode(config: Config, data, mode: str, seeds: list[int], total: int, r
     )  # fmt: skip
 
 
-_QUOTE = (
-    "full backprop (rich) train / test accuracy 100 % / 10.0 %, last layer only (lazy) "
-    "98.7 % / 74.4 %, D_LR 0.0087 vs 0.63 (D Fig 1's table); 'dynamic feature learning can "
-    "impair the performance on an image classification task' (D §1)"
-)
+_row = quoting("D Fig 1", "full backprop (rich) train / test accuracy 100 % / 10.0 %, last layer "
+               "only (lazy) 98.7 % / 74.4 %, D_LR 0.0087 vs 0.63 (D Fig 1's table); 'dynamic "
+               "feature learning can impair the performance on an image classification task' (D "
+               "§1)")  # fmt: skip
 _RICH_FITS, _LAZY_FITS = (
     Premise(f"{m}_train_acc", ">=", 0.94, f"the {m} network fits its training set (≥ 94 %)")
     for m in ("rich", "lazy")
 )
+_BOTH = (_RICH_FITS, _LAZY_FITS)
 CLAIMS = (
-    Claim("dlr-rich", "D Fig 1", _QUOTE, "test D_LR, rich (full backprop)", "test",
-          Value("rich_dlr", 0.0087, "dlr", direction=Below("rich_dlr", MF_BOUNDARY)),
-          paper="0.0087", premise=(_RICH_FITS,), dlr=("rich_dlr",)),
-    Claim("dlr-lazy", "D Fig 1", _QUOTE, "test D_LR, lazy (last layer only)", "test",
-          Value("lazy_dlr", 0.63, "dlr", direction=Less("rich_dlr", "lazy_dlr")),
-          paper="0.63", premise=(_LAZY_FITS,), dlr=("lazy_dlr",)),
-    Claim("dlr-order", "D Fig 1", _QUOTE, "test D_LR, rich < lazy", "test",
-          Less("rich_dlr", "lazy_dlr"), paper="0.0087 < 0.63", premise=(_RICH_FITS, _LAZY_FITS),
-          dlr=("rich_dlr", "lazy_dlr")),
-    Claim("rich-test-chance", "D Fig 1", _QUOTE,
-          "test accuracy, rich: at chance (it follows the random test code)", "test",
-          Value("rich_test_acc", 0.10, "chance_accuracy"), paper="10.0 %", premise=(_RICH_FITS,)),
-    Claim("test-acc-gap", "D Fig 1", _QUOTE,
-          "test accuracy, rich below lazy by more than 30 points (the paper's gap: 64)", "test",
-          Less("rich_test_acc", "lazy_test_acc", margin=0.3), paper="10.0 % vs 74.4 %",
-          premise=(_RICH_FITS, _LAZY_FITS)),
+    _row("dlr-rich", "test D_LR, rich (full backprop)",
+         Value("rich_dlr", 0.0087, "dlr", direction=Below("rich_dlr", MF_BOUNDARY)),
+         "0.0087", premise=(_RICH_FITS,), dlr=("rich_dlr",)),
+    _row("dlr-lazy", "test D_LR, lazy (last layer only)",
+         Value("lazy_dlr", 0.63, "dlr", direction=Less("rich_dlr", "lazy_dlr")),
+         "0.63", premise=(_LAZY_FITS,), dlr=("lazy_dlr",)),
+    _row("dlr-order", "test D_LR, rich < lazy", Less("rich_dlr", "lazy_dlr"), "0.0087 < 0.63",
+         premise=_BOTH, dlr=("rich_dlr", "lazy_dlr")),
+    _row("rich-test-chance", "test accuracy, rich: at chance (it follows the random test code)",
+         Value("rich_test_acc", 0.10, "chance_accuracy"), "10.0 %", premise=(_RICH_FITS,)),
+    _row("test-acc-gap",
+         "test accuracy, rich below lazy by more than 30 points (the paper's gap: 64)",
+         Less("rich_test_acc", "lazy_test_acc", margin=0.3), "10.0 % vs 74.4 %", premise=_BOTH),
 )  # fmt: skip
 """Every comparison assumes both networks fit their training set (the paper's 100 % / 98.7 %)."""
 
@@ -175,12 +157,9 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     fields = [f"{m}_{k}" for m, _ in MODES for k in ("dlr", "test_acc", "train_acc")]
     rank = max(max(s[f"{m}_dlr_rank"] for s in per_seed) for m, _ in MODES)
     ref = rf_reference(len(data.x_test), per_seed[0]["n_features"], rank, rank_source="measured")
-    deviations = []
-    if steps < PAPER_STEPS / 2:
-        deviations.append(
-            f"{steps:,} Adam steps vs the paper's 46,900 (100 epochs of 60,000 images): "
-            "--scale matched-steps trains as many steps as the paper"
-        )
+    deviations = [] if steps >= PAPER_STEPS / 2 else [
+        f"{steps:,} Adam steps vs the paper's 46,900 (100 epochs of 60,000 images): "
+        "--scale matched-steps trains as many steps as the paper"]  # fmt: skip
     return measured(
         {f: [s[f] for s in per_seed] for f in fields}, seeds=[s["seed"] for s in per_seed],
         dataset=_data.dataset_text(data),
@@ -192,7 +171,7 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
-    """``encoded_labels.png``: D_LR (test) and train/test accuracy vs step, rich vs lazy."""
+    """``encoded_labels.png``: D_LR and accuracy (test; dashed: train) vs step, rich vs lazy."""
     import matplotlib.pyplot as plt
 
     from lrrich.io import save_figure
@@ -200,10 +179,9 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for mode, h in results["histories"].items():
         c = {"rich": "C3", "lazy": "C0"}.get(mode)
-        axes[0].plot(h["step"], h["dlr_test"], "-o", ms=3, color=c, label=f"{mode} (test)")
-        axes[0].plot(h["step"], h["dlr_train"], "--", color=c, label=f"{mode} (train)")
-        axes[1].plot(h["step"], h["train_acc"], "--", color=c, label=f"{mode} train")
-        axes[1].plot(h["step"], h["test_acc"], "-o", ms=3, color=c, label=f"{mode} test")
+        for ax, split in zip(axes, ("dlr_{}", "{}_acc"), strict=True):
+            ax.plot(h["step"], h[split.format("test")], "-o", ms=3, color=c, label=f"{mode} (test)")
+            ax.plot(h["step"], h[split.format("train")], "--", color=c, label=f"{mode} (train)")
     axes[0].set(xlabel="step", ylabel="D_LR", ylim=(0, 1), title="D_LR (0 = richest)")
     axes[1].set(xlabel="step", ylabel="accuracy", ylim=(0, 1.02), title="accuracy (true labels)")
     axes[1].axhline(0.1, color="grey", lw=0.8, ls=":")

@@ -24,7 +24,7 @@ from pathlib import Path
 import jax
 from flax import nnx
 
-from lrrich.claims import Claim, Less, measured, rf_reference
+from lrrich.claims import Less, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "first-layer"
@@ -41,10 +41,6 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     MSE on one-hot targets, Adam, batch 128) with one hidden layer. **Decision:** width 256 (D's
     MLP width), PyTorch's initialisation, output scale 1, 30 epochs (every regime's loss has
     flattened).
-
-    Attributes:
-      log_points: log points over training (the D_LR and accuracy curves).
-      eval_size: train / test images per log point (the summary uses the full sets).
     """
 
     dataset: str = "mnist5k"
@@ -54,8 +50,8 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     lr: float = 1e-3
     epochs: int = 30
     output_scale: float = 1.0
-    log_points: int = 10
-    eval_size: int = 1000
+    log_points: int = 10  # log points over training
+    eval_size: int = 1000  # train / test images per log point (the summary: the full sets)
     seeds: int = 5
 
 
@@ -138,15 +134,14 @@ def _model(config: Config, data, seed: int, regime: str):
     return model
 
 
-_QUOTE = (
-    "'In 2-layer neural networks, the non-linear activations (e.g., ReLU) breaks the symmetry "
-    "between layers: updating only the last layer results in linear dynamics, whereas updating "
-    "only the first layer can facilitate feature learning'"
-)
+_row = quoting("P §6.2", "'In 2-layer neural networks, the non-linear activations (e.g., ReLU) "
+               "breaks the symmetry between layers: updating only the last layer results in "
+               "linear dynamics, whereas updating only the first layer can facilitate feature "
+               "learning'", seeds=5)  # fmt: skip
 CLAIMS = tuple(
-    Claim(f"{regime}-richer-than-last", "P §6.2", _QUOTE,
-          f"test D_LR, {what} < last layer only{why}", "test", Less(f"{regime}_dlr", "last_dlr"),
-          paper="smaller / larger (no values)", seeds=5, dlr=(f"{regime}_dlr", "last_dlr"))
+    _row(f"{regime}-richer-than-last", f"test D_LR, {what} < last layer only{why}",
+         Less(f"{regime}_dlr", "last_dlr"), "smaller / larger (no values)",
+         dlr=(f"{regime}_dlr", "last_dlr"))
     for regime, what, why in (
         ("first", "first layer only", ""),
         ("all", "all layers", " (the control: full training is rich here)"),

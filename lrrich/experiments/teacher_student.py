@@ -25,13 +25,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lrrich.claims import All, Claim, Holds, Less, measured
+from lrrich.claims import All, Holds, Less, measured, quoting
 from sims import piecewise_linear as pl
 
 NAME = "teacher-student"
 DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geometry delta (ReLU)"
-PAPER = {"rich regime": "small tau", "lazy regime": "large tau",
-         "lowest test loss": "small tau, delta > 0 (upstream)"}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,28 +176,25 @@ def _measured(final: dict, cfg: Config) -> dict:
     )
 
 
-_QUOTE = (
-    "Lazy learning happens when τ is large, rich learning happens when τ is small, and rapid "
-    "rich learning happens when both τ is small and δ is large – an upstream initialization. "
-    "This initialization also leads to the smallest test loss"
-)
+_row = quoting("K Fig 1(b)", "Lazy learning happens when τ is large, rich learning happens when "
+               "τ is small, and rapid rich learning happens when both τ is small and δ is large "
+               "– an upstream initialization. This initialization also leads to the smallest "
+               "test loss")  # fmt: skip
 _UP = "test_loss_small_tau_upstream"
 CLAIMS = (
-    Claim("lowest-test-loss", "K Fig 1(b)", _QUOTE,
-          "the grid's lowest final test loss: at the smallest τ with δ > 0 (upstream)", "test",
-          Holds("best_is_small_tau_upstream", "the grid minimum of the seed's test loss"),
-          paper="small τ, δ > 0"),
-    Claim("test-loss-order", "K Fig 1(b)", _QUOTE,
-          "final test loss: small-τ upstream below small-τ downstream and below large-τ balanced",
-          "test", All((Less(_UP, "test_loss_small_tau_downstream"),
-                       Less(_UP, "test_loss_large_tau_balanced"))),
-          paper="upstream smallest"),
-    Claim("kernel-distance", "K Fig 1(b)", _QUOTE,
-          "kernel distance S(0, t) of the training-set NTK (the paper's measure of rich learning "
-          "is read on the training inputs): small-τ upstream (rich) above large-τ balanced (lazy)",
-          "train",
-          Less("kernel_distance_large_tau_balanced", "kernel_distance_small_tau_upstream"),
-          paper="rich (moves) vs lazy (stays)"),
+    _row("lowest-test-loss",
+         "the grid's lowest final test loss: at the smallest τ with δ > 0 (upstream)",
+         Holds("best_is_small_tau_upstream", "the grid minimum of the seed's test loss"),
+         "small τ, δ > 0"),
+    _row("test-loss-order",
+         "final test loss: small-τ upstream below small-τ downstream and below large-τ balanced",
+         All((Less(_UP, "test_loss_small_tau_downstream"), Less(_UP, "test_loss_large_tau_balanced"))),
+         "upstream smallest"),
+    _row("kernel-distance",
+         "kernel distance S(0, t) of the training-set NTK (the paper's measure of rich learning "
+         "is read on the training inputs): small-τ upstream (rich) above large-τ balanced (lazy)",
+         Less("kernel_distance_large_tau_balanced", "kernel_distance_small_tau_upstream"),
+         "rich (moves) vs lazy (stays)", split="train"),
 )  # fmt: skip
 """K Fig 1(b) over the ``n_seeds`` teacher / data / init draws."""
 

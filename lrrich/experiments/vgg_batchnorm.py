@@ -22,14 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lrrich.claims import Claim, Less, Premise, Value, measured
+from lrrich.claims import Less, Premise, Value, measured, quoting
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "vgg-batchnorm"
 DESCRIPTION = "D Fig 6: VGG16 without vs with BatchNorm — lazy vs rich (D_LR), accuracy"
 FIT_EPOCHS = 300
 """Epochs of the ``fit`` preset: 2,400 steps at lr 0.01 on 1,024 mnist5k images."""
-PAPER = {"dlr_no_bn": 0.66, "dlr_bn": 0.073, "test_acc_no_bn": 0.217, "test_acc_bn": 0.720}
 VARIANTS = {False: ("no_bn", "without BN", "vgg16"), True: ("bn", "with BN", "vgg16_bn")}
 """batch_norm → (key suffix, label, model)."""
 
@@ -43,28 +42,20 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     Small-scale deviations: 1,024 Fashion-MNIST images (``mnist5k`` when it is not installed;
     10 classes), width 4 (Φ ∈ ℝ³²), 30 epochs, no augmentation, lr 0.05 and output scale 1/3
     (at 0.01 and 1/10 neither network learns within a CPU budget; findings).
-
-    Attributes:
-      init: ``'torchvision'`` (D's "VGG16 from PyTorch": torchvision's initialisation) or
-        ``'torch'`` (PyTorch's per-layer default, with which the net without BN barely trains).
-      head: ``'cifar'`` (Φ ∈ ℝ^{8w}) or ``'torchvision'`` (two 4096-wide layers, Φ ∈ ℝ⁴⁰⁹⁶;
-        the paper preset's).
-      batch_norm: the BN settings trained (paper: without and with).
-      fit_accuracy: the training accuracy at which each network's "fit" D_LR is read (T: 94 %).
     """
 
     dataset: str = "fashion_mnist"
     n_train: int | None = 1024
     width: int = 4
-    init: str = "torchvision"
-    head: str = "cifar"
-    batch_norm: tuple[bool, ...] = (False, True)
+    init: str = "torchvision"  # D's "VGG16 from PyTorch"; 'torch': per-layer defaults
+    head: str = "cifar"  # Φ ∈ ℝ^{8w}; 'torchvision': two 4096-wide layers (the paper preset)
+    batch_norm: tuple[bool, ...] = (False, True)  # the BN settings trained
     lr: float = 0.05
     momentum: float = 0.9
     weight_decay: float = 1e-3
     epochs: int = 30
     output_scale: float = 1 / 3
-    fit_accuracy: float = 0.94
+    fit_accuracy: float = 0.94  # training accuracy at which the "fit" D_LR is read (T: 94 %)
 
 
 SCALES = {
@@ -132,35 +123,28 @@ def _first_fit(history: dict, level: float) -> dict:
     return {"fit_epoch": float(history["epoch"][i]), "dlr_at_fit": history["dlr_test"][i]}
 
 
-_QUOTE = (
-    "D §5 (Fig 6): 'VGG16 without batch norm is in the lazy regime, while adding batch norm "
-    "leads to the rich regime'; S's table (CIFAR-100): D_LR 0.66 / 0.073, test accuracy "
-    "21.7 % / 72.0 % without / with BN; T Fig 7.3(b): 'Despite both models achieving training "
-    "accuracy of over 94%, the underlying dynamics and performance differ significantly'"
-)
 _BOTH_FIT = tuple(
     Premise(f"train_acc_{k}", ">=", 0.94, f"the network {what} fits its training set (≥ 94 %)")
     for k, what in (("no_bn", "without BN"), ("bn", "with BN"))
 )
-
-
+_row = quoting("S table; D Fig 6", "D §5 (Fig 6): 'VGG16 without batch norm is in the lazy "
+               "regime, while adding batch norm leads to the rich regime'; S's table "
+               "(CIFAR-100): D_LR 0.66 / 0.073, test accuracy 21.7 % / 72.0 % without / with BN; "
+               "T Fig 7.3(b): 'Despite both models achieving training accuracy of over 94%, the "
+               "underlying dynamics and performance differ significantly'",
+               premise=_BOTH_FIT)  # fmt: skip
+_BN_LOWER = Less("dlr_bn", "dlr_no_bn")
 CLAIMS = (
-    Claim("dlr-no-bn", "S table; D Fig 6", _QUOTE,
-          "test D_LR without BN (direction: above the network with BN)", "test",
-          Value("dlr_no_bn", 0.66, "dlr", direction=Less("dlr_bn", "dlr_no_bn")), paper="0.66",
-          premise=_BOTH_FIT, dlr=("dlr_no_bn", "dlr_bn")),
-    Claim("dlr-bn", "S table; D Fig 6", _QUOTE,
-          "test D_LR with BN (direction: below the network without BN)", "test",
-          Value("dlr_bn", 0.073, "dlr", direction=Less("dlr_bn", "dlr_no_bn")), paper="0.073",
-          premise=_BOTH_FIT, dlr=("dlr_bn", "dlr_no_bn")),
-    Claim("dlr-at-fit", "T Fig 7.3(b)", _QUOTE,
-          "test D_LR at the first log point past 94 % train accuracy, with BN < without", "test",
-          Less("dlr_at_fit_bn", "dlr_at_fit_no_bn"), paper="0.073 < 0.66 (both > 94 % train)",
-          premise=_BOTH_FIT, dlr=("dlr_at_fit_bn", "dlr_at_fit_no_bn")),
-    Claim("test-acc-order", "S table; D Fig 6", _QUOTE,
-          "test accuracy, with BN above without (the values are CIFAR-100's: ordering only)",
-          "test", Less("test_acc_no_bn", "test_acc_bn"), paper="21.7 % < 72.0 %",
-          premise=_BOTH_FIT),
+    _row("dlr-no-bn", "test D_LR without BN (direction: above the network with BN)",
+         Value("dlr_no_bn", 0.66, "dlr", direction=_BN_LOWER), "0.66", dlr=("dlr_no_bn", "dlr_bn")),
+    _row("dlr-bn", "test D_LR with BN (direction: below the network without BN)",
+         Value("dlr_bn", 0.073, "dlr", direction=_BN_LOWER), "0.073", dlr=("dlr_bn", "dlr_no_bn")),
+    _row("dlr-at-fit", "test D_LR at the first log point past 94 % train accuracy, with BN < "
+         "without", Less("dlr_at_fit_bn", "dlr_at_fit_no_bn"), "0.073 < 0.66 (both > 94 % train)",
+         source="T Fig 7.3(b)", dlr=("dlr_at_fit_bn", "dlr_at_fit_no_bn")),
+    _row("test-acc-order",
+         "test accuracy, with BN above without (the values are CIFAR-100's: ordering only)",
+         Less("test_acc_no_bn", "test_acc_bn"), "21.7 % < 72.0 %"),
 )  # fmt: skip
 """Every comparison assumes both networks fit their training set: one that does not is
 under-trained, not shown lazy."""
@@ -178,22 +162,15 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
         for k in ("dlr", "test_acc", "train_acc", *at_fit)
     }
     p = runs[0]["n_features"]
-    deviations = []
-    if not data.name.startswith("cifar100"):
-        deviations.append(
-            f"{data.num_classes} classes ({data.name}) instead of CIFAR-100's 100, VGG16 width "
-            f"{config.width} (p = {p}) instead of 64 with torchvision's head (p = 4,096)"
-        )
+    deviations = [] if data.name.startswith("cifar100") else [
+        f"{data.num_classes} classes ({data.name}) instead of CIFAR-100's 100, VGG16 width "
+        f"{config.width} (p = {p}) instead of 64 with torchvision's head (p = 4,096)"]  # fmt: skip
     return _seeds.claims_record(
-        values,
-        config,
-        data,
-        p=p,
+        values, config, data, p=p,
         baseline=lambda f: baseline["no_bn" if f.endswith("no_bn") else "bn"],
         scale=f"VGG16 width {config.width}, {config.epochs} epochs, SGD lr {config.lr:g}, "
-        f"wd {config.weight_decay:g}",
-        deviations=deviations,
-    )
+        f"wd {config.weight_decay:g}", deviations=deviations,
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

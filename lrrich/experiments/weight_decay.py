@@ -1,10 +1,8 @@
 """T Fig 7.2(b): a larger weight decay gives a tighter MF regime (lower D_LR) and better accuracy.
 
-T §7.3 trains ResNet18 on CIFAR-10 at weight decays λ ∈ {0, 1e-4, 5e-4, 1e-3}: "a tighter MF
-regime correlates with a larger weight-decay and better performance", and "the model without
-weight decay also lies in the MF regime". Here ResNet18 (k = ``width``) trains at every
-(λ, seed) in one :func:`nets.train_many` program; each network's test accuracy, D_LR
-(κ_CKA, T Eq. 2.8–2.9) and ρ_k/ρ_1 are read on the test set.
+T §7.3 trains ResNet18 on CIFAR-10 at weight decays λ ∈ {0, 1e-4, 5e-4, 1e-3}. Here every
+(λ, seed) trains in one :func:`nets.train_many` program; test accuracy, D_LR (κ_CKA, T Eq.
+2.8–2.9) and ρ_k/ρ_1 are read on the test set.
 
 **Decision (small scale):** the run is ~370× shorter than T's in summed learning rate (Σ_t η_t =
 3.9 over 210 steps against 1,458 over T's 78,200), so the weight decays are T's 0, 1e-4 and 1e-3
@@ -27,14 +25,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lrrich.claims import MF_BOUNDARY, Below, Claim, Less, Premise, rf_reference
+from lrrich.claims import MF_BOUNDARY, Below, Less, Premise, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "weight-decay"
 DESCRIPTION = "T Fig 7.2b: ResNet18 weight-decay sweep, test accuracy and D_LR vs weight decay"
-PAPER = {"D_LR vs weight decay": "smaller with larger weight decay",
-         "test accuracy vs weight decay": "higher with larger weight decay",
-         "D_LR without weight decay": "< 0.1 (MF regime)"}  # fmt: skip
 T_STEPS = 78_200
 """SGD steps of T's runs: 200 epochs of ⌈50,000 / 128⌉ = 391 minibatches."""
 
@@ -47,23 +42,18 @@ class Config(_presets.ImageTraining, _presets.Seeds):
     200 epochs with lr × 0.2 every 60, MSE on one-hot targets, output scale 1/3 (D App. F.4).
     Small-scale deviations: Fashion-MNIST (mnist5k when absent), ``n_train`` images, k = 4, 30
     epochs, no augmentation, λ × 370 (module docstring).
-
-    Attributes:
-      model: the network (T: ``'resnet18'``; the tests use ``'mlp'``).
-      n_test: test images measured (the first ``n_test`` of the test split).
-      step_every_epochs: the step schedule's period (lr × 0.2).
-      weight_decays: coupled L2 weight decays λ, increasing; the claims read the first and last.
     """
 
     dataset: str = "fashion_mnist"
-    model: str = "resnet18"
+    model: str = "resnet18"  # T's network (the tests use 'mlp')
     width: int = 4
     n_train: int | None = 1000
-    n_test: int = 1000
+    n_test: int = 1000  # the first n_test test images are measured
     lr: float = 0.05
     epochs: int = 30
-    step_every_epochs: int = 9
+    step_every_epochs: int = 9  # lr × 0.2 every this many epochs
     output_scale: float = 1 / 3
+    # coupled L2 weight decays λ, increasing; the claims read the first and the last
     weight_decays: tuple[float, ...] = (0.0, 0.037, 0.37)
 
 
@@ -123,27 +113,24 @@ def run(config: Config, run_dir: Path) -> dict:
     }
 
 
-_QUOTE = (
-    "T §7.3 (Fig 7.2(b)): 'we study the effect of weight-decay for a ResNet18 on CIFAR10 where a "
-    "tighter MF regime correlates with a larger weight-decay and better performance'; 'the "
-    "model without weight decay also lies in the MF regime'"
-)
 _FITS = tuple(
     Premise(f"train_acc_wd_{k}", ">=", 0.94, f"the network at the {k} λ fits its training set "
             "(≥ 94 %; T's networks are trained to convergence)")
     for k in ("smallest", "largest")
 )  # fmt: skip
+_row = quoting("T Fig 7.2(b)", "T §7.3 (Fig 7.2(b)): 'we study the effect of weight-decay for a "
+               "ResNet18 on CIFAR10 where a tighter MF regime correlates with a larger "
+               "weight-decay and better performance'; 'the model without weight decay also lies "
+               "in the MF regime'", premise=_FITS)  # fmt: skip
 CLAIMS = (
-    Claim("dlr-lower", "T Fig 7.2(b)", _QUOTE, "test D_LR at the largest λ below the smallest λ's",
-          "test", Less("dlr_wd_largest", "dlr_wd_smallest"), paper="smaller with larger λ",
-          premise=_FITS, dlr=("dlr_wd_largest", "dlr_wd_smallest")),
-    Claim("acc-higher", "T Fig 7.2(b)", _QUOTE,
-          "test accuracy at the largest λ above the smallest λ's", "test",
-          Less("test_acc_wd_smallest", "test_acc_wd_largest"), paper="higher with larger λ",
-          premise=_FITS),
-    Claim("mf-without-wd", "T §7.3", _QUOTE, "test D_LR at λ = 0 below 0.1 (MF regime)", "test",
-          Below("dlr_no_wd", MF_BOUNDARY), paper="< 0.1", premise=(_FITS[0],),
-          dlr=("dlr_no_wd",)),
+    _row("dlr-lower", "test D_LR at the largest λ below the smallest λ's",
+         Less("dlr_wd_largest", "dlr_wd_smallest"), "smaller with larger λ",
+         dlr=("dlr_wd_largest", "dlr_wd_smallest")),
+    _row("acc-higher", "test accuracy at the largest λ above the smallest λ's",
+         Less("test_acc_wd_smallest", "test_acc_wd_largest"), "higher with larger λ"),
+    _row("mf-without-wd", "test D_LR at λ = 0 below 0.1 (MF regime)",
+         Below("dlr_no_wd", MF_BOUNDARY), "< 0.1", source="T §7.3", premise=(_FITS[0],),
+         dlr=("dlr_no_wd",)),
 )  # fmt: skip
 """T's networks are converged: every claim assumes they fit their training set."""
 
@@ -165,14 +152,12 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
         values["dlr_no_wd"] = values["dlr_wd_smallest"]
     deviations = []
     if config.epochs * len(data.x_train) < 0.5 * T_STEPS * config.batch_size:
-        deviations.append(
-            f"{config.epochs} epochs of {len(data.x_train):,} images against T's 78,200 steps "
-            "(the small scale scales λ × 370 to match T's total decay)"
-        )
+        deviations.append(f"{config.epochs} epochs of {len(data.x_train):,} images against "
+                          "T's 78,200 steps (the small scale scales λ × 370 to match T's total "
+                          "decay)")  # fmt: skip
     if not data.name.startswith("cifar10") or config.width != 64:
-        deviations.append(
-            f"ResNet18 k = {config.width} on {data.name} instead of k = 64 on CIFAR-10"
-        )
+        deviations.append(f"ResNet18 k = {config.width} on {data.name} instead of k = 64 on "
+                          "CIFAR-10")  # fmt: skip
     return _seeds.claims_record(
         values, config, data, p=next(iter(points.values()))["n_features"], baseline=baseline,
         scale=f"{config.model} k = {config.width}, SGD lr {config.lr:g}, {config.epochs} epochs, "
