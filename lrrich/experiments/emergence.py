@@ -1,24 +1,19 @@
 """T Fig 5.1–5.2: skills emerge in a 2-layer ReLU MLP as the calibrated multilinear model predicts.
 
-2-layer ReLU MLPs (:mod:`nets.skills`) learn multitask sparse parity (T App. C.3: n_b = 32 skill
-bits, m = 3, α = 0.6, S = 5, SGD η = 0.05, init std 0.01). The extended multilinear models
-(:mod:`sims.emergence`) are calibrated on single-skill (n_s = 1) networks — 𝓑² and R(0) from
-R_1(T) (T Eq 5.2), D_c from R_1 against the training-set size (Eq 5.5), N_c from R_1 against the
-width (Eq 5.9) — and predict when the five skills of n_s = 5 networks emerge in time, data and
-width (Fig 5.1: network dashed, model solid; Fig 5.2: the calibration). Finished panels are
-cached in ``run_dir/parts``, so ``--resume`` trains only the panels not yet done.
+2-layer ReLU MLPs learn multitask sparse parity (T App. C.3). The multilinear model (T Eq 5.2, 5.5,
+5.9) is calibrated on n_s = 1 networks (𝓑², R(0), D_c, N_c; Fig 5.2) and predicts when the skills
+of n_s = 5 networks emerge in time, data and width (Fig 5.1). Finished panels are cached in
+``run_dir/parts`` (``--resume``).
 
-Command: ``lrrich run emergence`` (reduced panels, two seeds; ``--set n_seeds=3`` for the three
-a claim needs); ``--scale paper`` is T App. C.3 (10 seeds, an accelerator).
-Expected (seeds 0 / 1, each calibrated on its own n_s = 1 networks): 𝓑² = 1/27.5 / 1/23.4,
-D_c = 813 / 647, N_c = 8.06 / 5.62 against the thesis's 1/22, 800 and 4 (networks at their best
-fit, :func:`sims.emergence.expressible_strength`, give N_c = 3.19); the network's step to
-R_k/S = 1/2 over the model's, at the skill farthest from 1: 0.82 / 1.37.
+Command: ``lrrich run emergence`` (two seeds; ``--set n_seeds=3`` for a claim); ``--scale paper``
+is T App. C.3 (10 seeds, an accelerator).
+Expected (seeds 0 / 1): 𝓑² = 1/27.5 / 1/23.4, D_c = 813 / 647, N_c = 8.06 / 5.62 against the
+thesis's 1/22, 800 and 4 (best-fit networks give N_c = 3.19); network over model step to
+R_k/S = 1/2, the skill farthest from 1: 0.82 / 1.37.
 
 Choices where T is silent or disagrees with itself: the init std is the table's 0.01 (T's text
 says 0.001); training sets larger than a batch are sampled with replacement; inputs are the raw
-{0, 1} bits; η in Eq 5.2's rate 2ηP_s(k)𝓑²S is the SGD rate on the ½-MSE (T Eq 4.5). Findings
-(N_c, the seeds, the init scale): ``docs/findings/emergence.md``.
+{0, 1} bits; η in Eq 5.2 is the SGD rate on the ½-MSE (T Eq 4.5). ``docs/findings/emergence.md``.
 """
 
 from __future__ import annotations
@@ -47,9 +42,7 @@ PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.Training):
-    """T §5.2 / App. C.3 (``SCALES["paper"]``); the defaults are the reduced small scale. The time
-    and data panels train with the ``Training`` fields (T: SGD, η = 0.05), the width panel with
-    ``width_*``; ``seed`` sets the tasks, inits, batches and data sets."""
+    """T §5.2 / App. C.3; time and data panels train with ``Training`` (SGD), width with ``width_*``."""
 
     n_seeds: int = 2  # independent networks per point (T Table 5.1: 10 runs)
     alpha: float = 0.6  # skill frequencies P_s(k) ∝ k^−(α+1)
@@ -153,8 +146,7 @@ def _task(config: Config, n_s: int) -> sp.SparseParityTask:
 
 
 def _skills(config: Config, n_s: int, key, widths, steps: int, batch: int, train, **kw):
-    """:func:`nets.skills.train_skills` on the ``n_s``-skill task with ``config``'s init and
-    held-out set; by default one stream per seed, measured at the end only."""
+    """:func:`nets.skills.train_skills`, one stream per seed, measured at the end by default."""
     kw = {"eval_every": steps, "n_streams": config.n_seeds, **kw}
     return train_skills(
         _task(config, n_s), [int(w) for w in widths], key, steps=steps, batch=batch, train=train,
@@ -172,7 +164,6 @@ def _time_nets(config: Config, n_s: int, steps: int) -> dict:
 
 def _data_nets(config: Config, n_s: int, Ds: Sequence[int], steps: int) -> dict:
     task, key = _task(config, n_s), jax.random.key(config.seed + 1000 * n_s + 2)
-    # one pool of samples per seed; the set of size D is its first D samples (nested sets)
     pad, seeds = max(max(Ds), config.data_batch), range(config.n_seeds)
     pools = [sp.sample_sparse_parity(jax.random.fold_in(key, s), task, pad) for s in seeds]
     x, y = (jnp.stack([getattr(b, k) for b in pools for _ in Ds]) for k in "xy")
@@ -236,9 +227,7 @@ def _width_part(config: Config, run_dir: Path | None) -> dict:
 
 
 def _panel_nets(run_dir, name: str, config: Config, nets, one: tuple, many: tuple):
-    """A panel's n_s = 1 and n_s = ``config.n_s`` networks, ``nets(config, n_s, *args)``, each
-    cached in ``run_dir/parts/<name>_1.json`` / ``<name>.json`` (float64 either way, so a resumed
-    run calibrates identically)."""
+    """A panel's n_s = 1 and n_s networks, cached in ``run_dir/parts`` (read back as float64)."""
     out = []
     for part, n_s, args in ((f"{name}_1", 1, one), (name, config.n_s, many)):
         path = None if run_dir is None else Path(run_dir) / "parts" / f"{part}.json"
@@ -254,8 +243,7 @@ def _panel_nets(run_dir, name: str, config: Config, nets, one: tuple, many: tupl
 
 
 def _halves(one: dict, many: dict, model_1, model) -> dict:
-    """A panel's results: the networks' arrays (``R`` as ``R_net``) and the model's ``R_model``;
-    the n_s = 1 half suffixed ``_1``."""
+    """The networks' arrays (``R`` as ``R_net``) and ``R_model``; n_s = 1 suffixed ``_1``."""
     out = {}
     for sfx, nets, R_model in (("_1", one, model_1), ("", many, model)):
         out.update({f"{'R_net' if k == 'R' else k}{sfx}": v for k, v in nets.items()})
@@ -264,13 +252,12 @@ def _halves(one: dict, many: dict, model_1, model) -> dict:
 
 
 def _eta(config: Config) -> float:
-    """The model's SGD rate in units of R/S (S = 1): 2ηP𝓑²S of T Eq 5.2 with η·S."""
+    """The SGD rate in units of R/S: η·S in 2ηP𝓑²S of T Eq 5.2."""
     return config.lr * config.S
 
 
 def _calibrate_time(config: Config, steps, R1) -> tuple[tuple[float, float], tuple[float, float]]:
-    """(𝓑², R(0)) of T Eq 5.2 fitted to one R_1(T)/S curve, R(0) = σ²/S (the init's a(0) b(0))
-    unless ``time_fit_r0``; and the joint fit of both."""
+    """(𝓑², R(0)) of T Eq 5.2 fitted to R_1(T)/S with R(0) = σ²/S unless ``time_fit_r0``; joint fit."""
     eta = _eta(config)
     joint = em.calibrate_time(steps, R1, 1.0, 1.0, eta)
     if config.time_fit_r0:
@@ -290,8 +277,7 @@ def _half_step(steps, curve) -> int | None:
 
 
 def _measured(parts: dict, config: Config) -> dict:
-    """Per seed: the constants calibrated on that seed's n_s = 1 networks, and how its n_s = 5
-    network's steps to R_k/S = 1/2 compare with the model calibrated on the same seed."""
+    """Per seed: the constants from its n_s = 1 networks; n_s = 5 steps to R_k/S = 1/2 vs model."""
     tm, da, wi = parts["time"], parts["data"], parts["width"]
     names = ("B2", "D_c", "N_c", "emergence_step_ratio", "skills_in_order", "model_emerges")
     values = {k: [] for k in names}

@@ -1,13 +1,8 @@
 """P §6.2: updating only the first layer can learn features; updating only the last layer is lazy.
 
-P §6.2: "In 2-layer neural networks, the non-linear activations (e.g., ReLU) breaks the symmetry
-between layers: updating only the last layer results in linear dynamics, whereas updating only
-the first layer can facilitate feature learning." A two-layer ReLU network
-f(x) = W₂ σ(W₁x + b₁) + b₂ (features Φ = σ(W₁x + b₁) ∈ ℝᵖ) trains from one initialisation per
-seed in three regimes: ``first`` (only W₁, b₁; the readout stays at its initialisation),
-``last`` (only W₂, b₂: fixed random features, ``TrainConfig.last_layer_only``) and ``all``.
-Read per regime: test D_LR (D Eq. 7) beside the isotropic random-feature reference, accuracy,
-and S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) on the test set (D §4; 0 for ``last`` by construction).
+A two-layer ReLU network f(x) = W₂ σ(W₁x + b₁) + b₂ trains from one init per seed in three
+regimes: ``first`` (W₁, b₁ only), ``last`` (W₂, b₂ only: random features) and ``all``. Read: test
+D_LR (D Eq. 7) beside the random-feature reference, accuracy, S_init = 1 − CKA(Φ₀Φ₀ᵀ, ΦΦᵀ) (D §4).
 
 Command: ``lrrich run first-layer`` (4,000 mnist5k digits, width 256, Adam lr 1e-3, 30 epochs;
 5 seeds, since an ordering claim asks for five: ``lrrich.claims``).
@@ -35,13 +30,8 @@ REGIMES = ("first", "last", "all")
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Two-layer ReLU network, three training regimes (P §6.2).
-
-    P states the claim without an experiment: the setting is D's MNIST MLP protocol (D App. F.4:
-    MSE on one-hot targets, Adam, batch 128) with one hidden layer. **Decision:** width 256 (D's
-    MLP width), PyTorch's initialisation, output scale 1, 30 epochs (every regime's loss has
-    flattened).
-    """
+    """P §6.2 has no experiment: D's MNIST MLP protocol (D App. F.4) with one hidden layer.
+    **Decision:** width 256 (D's MLP width), output scale 1, 30 epochs (every loss has flattened)."""
 
     dataset: str = "mnist5k"
     width: int = 256
@@ -71,28 +61,18 @@ def run(config: Config, run_dir: Path) -> dict:
     spe = len(data.x_train) // min(config.batch_size, len(data.x_train))
     log_every = max(spe * config.epochs // config.log_points, 1)
     per_regime, histories = {}, {}
-    for regime in REGIMES:
-        per_regime[regime], histories[regime] = _train_regime(
-            config, data, regime, seeds, log_every
-        )
+    for r in REGIMES:
+        per_regime[r], histories[r] = _train_regime(config, data, r, seeds, log_every)
     per_seed = [
         {"seed": s, **{f"{r}_{k}": per_regime[r][i][k] for r in REGIMES for k in per_regime[r][i]}}
         for i, s in enumerate(seeds)
     ]
-    summary = _seeds.seed_mean(per_seed)
-    summary["seeds"] = len(seeds)
-    summary["n_features"] = config.width
     reference = rf_reference(len(data.x_test), config.width, data.num_classes)
+    summary = _seeds.seed_mean(per_seed) | {"seeds": len(seeds), "n_features": config.width}
     summary["rf_dlr"] = reference["dlr"]
-    # the same initialisation in every regime
     baseline = [_measure.init_baseline(_model(config, data, s, "all"), data) for s in seeds]
-    return {
-        "summary": summary,
-        "per_seed": per_seed,
-        "histories": histories,
-        "reference": reference,
-        "measured": _measured(per_seed, baseline, config, data),
-    }
+    return {"summary": summary, "per_seed": per_seed, "histories": histories,
+            "reference": reference, "measured": _measured(per_seed, baseline, config, data)}  # fmt: skip
 
 
 def _train_regime(config: Config, data, regime: str, seeds: list[int], log_every: int):
@@ -123,8 +103,7 @@ _CURVES = ("epoch", "train_acc", "test_acc", "dlr_test")
 
 
 def _model(config: Config, data, seed: int, regime: str):
-    """The seed's two-layer MLP (the same initialisation in every regime); for ``first`` its
-    readout is :class:`_Fixed`."""
+    """The seed's two-layer MLP (one init for every regime); ``first``: a :class:`_Fixed` readout."""
     model = _data.build_model("mlp", data, width=config.width, depth=1, seed=seed)
     if regime == "first":
         head = model.head
@@ -151,7 +130,6 @@ CLAIMS = tuple(
 
 
 def _measured(per_seed: list[dict], baseline: list[float], config: Config, data) -> dict:
-    """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
     fields = [f"{r}_{k}" for r in REGIMES for k in ("dlr", "test_acc", "train_acc")]
     ref = rf_reference(len(data.x_test), config.width, data.num_classes)
     return measured(

@@ -30,11 +30,8 @@ DESCRIPTION = "D Fig 12 / T Fig 3.6: scalar-output MNIST regression, D_LR and D_
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Scalar-regression settings (D Fig 12: ResNet18 on MNIST; T Fig 3.6).
-
-    Small-scale deviations: a ReLU MLP 784-256-256-256 (the thesis's 4-layer FCN, T Fig 6.3)
-    instead of ResNet18, on the 4,000 mnist5k digits instead of 60,000; Adam lr 1e-3, 30 epochs.
-    """
+    """D Fig 12, T Fig 3.6. Small scale: a ReLU MLP 784-256-256-256 (T Fig 6.3) instead of
+    ResNet18, 4,000 mnist5k digits instead of 60,000; Adam lr 1e-3, 30 epochs."""
 
     dataset: str = "mnist5k"
     model: str = "mlp"  # or another _data.MODELS entry

@@ -1,15 +1,13 @@
 """K Fig 3 and Fig 4: the single hidden neuron f(x) = a wᵀx, exact theory over gradient flow.
 
-Fig 3: μ, φ and the kernel distance S(0, t) against t for several balances δ = a² − ‖w‖², from
-one β₀ on whitened input: the raw (a, w) gradient flow (solid) against the closed form of K Eq
-16–17 (dashed). Fig 4a: the β = a w paths of the same flows. Fig 4b: a rank-one X: the
-interpolant the flow reaches as δ varies, against K Eq 72 and the program of K Theorem 3.1.
+Fig 3: μ, φ and S(0, t) per balance δ = a² − ‖w‖², the (a, w) gradient flow against K Eq 16–17;
+Fig 4a: the β = a w paths; Fig 4b: the interpolant reached from a rank-one X vs K Eq 72 and K
+Theorem 3.1.
 
 Command: ``lrrich run kunin-single-neuron`` (one exact computation, no seeds).
-Expected: theory and simulation agree to ~1e-10; upstream (δ ≫ 0) stays lazy (S(0, ∞) ≈ 0),
-balanced (δ = 0) is rich (S jumps early), downstream (δ ≪ 0) is lazy first and rich later (after
-t ≈ |δ|); in Fig 4b the interpolant moves from the minimum-norm solution (δ ≫ 0) towards the
-direction of β₀ (δ ≪ 0), as Eq 72 says.
+Expected: theory and simulation agree to ~1e-10; S(0, ∞) ≈ 0 upstream (δ ≫ 0), S jumps early when
+balanced (δ = 0), late downstream (δ ≪ 0, t ≈ |δ|); in Fig 4b the interpolant moves from the
+minimum-norm solution (δ ≫ 0) towards β₀'s direction (δ ≪ 0), as Eq 72 says.
 """
 
 from __future__ import annotations
@@ -81,8 +79,7 @@ def _flows(beta0, deltas, t, X, y):
 
 
 def _trajectories(config: Config, kx, ky) -> dict:
-    """Fig 3 / 4a: μ, φ, S(0, t) and β(t) of the flow and the closed form, per δ, on whitened
-    data: X (n, 2) with orthonormal columns, y with Xᵀy = β* a unit vector at π/4."""
+    """Fig 3 / 4a per δ, flow and closed form; X (n, 2) orthonormal, Xᵀy = β* a unit vector at π/4."""
     X, _ = jnp.linalg.qr(jax.random.normal(kx, (config.n_samples, 2)))
     beta_star = jnp.array([1.0, 1.0]) / jnp.sqrt(2.0)
     noise = jax.random.normal(ky, (config.n_samples,))
@@ -101,8 +98,7 @@ def _trajectories(config: Config, kx, ky) -> dict:
 
 
 def _implicit_bias(config: Config, key) -> tuple[dict, int]:
-    """Fig 4b: a rank-one X (1, 2), whose interpolants {β : Xβ = y} form a line: the β paths per
-    δ, where they end, K Eq 72, K Theorem 3.1's program; how many flows change the sign of a."""
+    """Fig 4b, rank-one X (1, 2): β paths per δ, their ends, K Eq 72, K Thm 3.1; sign flips of a."""
     X, y = jax.random.normal(key, (1, 2)), jnp.array([1.0])
     v = jnp.linalg.svd(X)[2][-1]  # unit null vector
     beta_min = jnp.linalg.pinv(X) @ y
@@ -133,7 +129,6 @@ def _mu_phi_S(a, w, beta_star, X):
 
 
 def _measured(summary: dict, config: Config) -> dict:
-    """The one exact computation the claims read (:func:`lrrich.claims.measured`)."""
     errs = [summary[f"fig3_max_err_{k}"] for k in ("mu", "phi", "S")]
     deltas = sorted(config.deltas)  # down … upstream
     s_end = [summary[f"S_final_delta_{d:g}"] for d in deltas]
@@ -175,7 +170,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    def style_key(theory: str) -> list:  # which line is which (colour is δ: the colour bar)
+    def key(theory: str) -> list:  # line styles (colour is δ: the colour bar)
         return [Line2D([], [], color="0.25", lw=2, label="simulation: gradient flow of (a, w)"),
                 Line2D([], [], color="k", ls="--", lw=0.9, label=f"theory: {theory}")]  # fmt: skip
 
@@ -185,53 +180,50 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     colors = _delta_colours(fig, axes[-1], deltas)
     ylabels = ("μ = a‖w‖ (signed size of β = a w)", "φ = cos∠(w, β*) (alignment with β*)",
                "S(0, t) (kernel distance from t = 0)")  # fmt: skip
-    for key, ax, ylabel in zip(("mu", "phi", "S"), axes, ylabels, strict=True):
+    for name, ax, ylabel in zip(("mu", "phi", "S"), axes, ylabels, strict=True):
         for i, color in enumerate(colors):
-            ax.plot(t[1:], sim[key][i, 1:], color=color, lw=2)
-            ax.plot(t[1:], th[key][i, 1:], "k--", lw=0.9)
+            ax.plot(t[1:], sim[name][i, 1:], color=color, lw=2)
+            ax.plot(t[1:], th[name][i, 1:], "k--", lw=0.9)
         ax.set(xscale="log", xlabel="t (gradient-flow time)", ylabel=ylabel)
-    axes[0].legend(handles=style_key("exact solution (K Eq. 16–17)"), fontsize=7)
+    axes[0].legend(handles=key("exact solution (K Eq. 16–17)"), fontsize=7)
     fig.suptitle("K Fig 3: single neuron, simulation (solid) vs exact solution (dashed)")
     paths = [io.save_figure(fig, run_dir / "fig3_mu_phi_S.png")]
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
-    ax = axes[0]
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
     for bs, bt, color in zip(sim["beta"], th["beta"], _delta_colours(fig, ax, deltas), strict=True):
         ax.plot(bs[:, 0], bs[:, 1], color=color, lw=2)
         ax.plot(bt[:, 0], bt[:, 1], "k--", lw=0.9)
     ax.plot(*np.asarray(results["beta_star"]), "k*", ms=12, ls="")
-    ax.set(aspect="equal", xlabel="β₁ (first coordinate of β = a w)",
-           ylabel="β₂ (second coordinate)")  # fmt: skip
+    ax.set(
+        aspect="equal", xlabel="β₁ (first coordinate of β = a w)", ylabel="β₂ (second coordinate)"
+    )
     ax.set_title("(a) whitened X: β(t) from the same β₀", fontsize=10)
-    star_key = Line2D([], [], color="k", marker="*", ms=10, ls="", label="β* = Xᵀy (target)")
-    ax.legend(handles=[*style_key("exact β(t)"), star_key], fontsize=7)
-    ax, b = axes[1], {k: np.asarray(v) for k, v in results["bias"].items()}
-    colors = _delta_colours(fig, ax, b["deltas"])
+    star = Line2D([], [], color="k", marker="*", ms=10, ls="", label="β* = Xᵀy (target)")
+    ax.legend(handles=[*key("exact β(t)"), star], fontsize=7)
+    b = {k: np.asarray(v) for k, v in results["bias"].items()}
+    colors = _delta_colours(fig, bx, b["deltas"])
     along = (b["paths"].reshape(-1, 2) - b["beta_min"]) @ b["v"]
-    ends = np.array([along.min() - 0.2, along.max() + 0.2])[:, None]
-    line = b["beta_min"][None, :] + ends * b["v"][None, :]
-    ax.plot(line[:, 0], line[:, 1], color="0.55", lw=1, label="Xβ = y (the interpolants)")
+    line = b["beta_min"] + np.array([along.min() - 0.2, along.max() + 0.2])[:, None] * b["v"]
+    bx.plot(line[:, 0], line[:, 1], color="0.55", lw=1, label="Xβ = y (the interpolants)")
     for p, color in zip(b["paths"], colors, strict=True):
-        ax.plot(p[:, 0], p[:, 1], color=color, lw=1.5)
-    ax.plot(b["eq72"][:, 0], b["eq72"][:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
-    ax.plot(*b["beta0"], "ks", ms=5, label="β₀ (start)")
-    ax.plot([], [], color=colors[len(b["deltas"]) // 2], lw=1.5, label="simulation: gradient flow")
-    ax.set(aspect="equal", xlabel="β₁", ylabel="β₂")
-    ax.set_title(f"(b) rank-one X = {np.round(b['X'][0], 2)}, y = {b['y'][0]:g}", fontsize=10)
-    ax.legend(fontsize=7)
-    ax = axes[2]
-    ax.plot(b["deltas"], b["alpha_reached"], "o", color="C0", label="simulation: gradient flow")
-    ax.plot(b["deltas"], b["alpha_eq72"], "k--", label="theory: K Eq. 72")
-    ax.set(xlabel="δ (balance)", ylabel="α = vᵀ(β(∞) − β_min) (position along Xβ = y)")
-    ax.set_title("(c) implicit bias vs δ", fontsize=10)
-    ax.legend(fontsize=7)
+        bx.plot(p[:, 0], p[:, 1], color=color, lw=1.5)
+    bx.plot(b["eq72"][:, 0], b["eq72"][:, 1], "ko", ms=4, label="theory: limit of K Eq. 72")
+    bx.plot(*b["beta0"], "ks", ms=5, label="β₀ (start)")
+    bx.plot([], [], color=colors[len(b["deltas"]) // 2], lw=1.5, label="simulation: gradient flow")
+    bx.set(aspect="equal", xlabel="β₁", ylabel="β₂")
+    bx.set_title(f"(b) rank-one X = {np.round(b['X'][0], 2)}, y = {b['y'][0]:g}", fontsize=10)
+    cx.plot(b["deltas"], b["alpha_reached"], "o", color="C0", label="simulation: gradient flow")
+    cx.plot(b["deltas"], b["alpha_eq72"], "k--", label="theory: K Eq. 72")
+    cx.set(xlabel="δ (balance)", ylabel="α = vᵀ(β(∞) − β_min) (position along Xβ = y)")
+    cx.set_title("(c) implicit bias vs δ", fontsize=10)
+    for x in (bx, cx):
+        x.legend(fontsize=7)
     fig.suptitle("K Fig 4: β = a w trajectories and the interpolant reached")
     return paths + [io.save_figure(fig, run_dir / "fig4_beta_implicit_bias.png")]
 
 
 def _delta_colours(fig, ax, deltas: np.ndarray) -> np.ndarray:
-    """One colour per δ from a map without light shades, keyed by a colour bar beside ``ax``
-    whose ticks are those δ (evenly spaced, whatever their values)."""
+    """One colour per δ, keyed by a colour bar beside ``ax`` with evenly spaced δ ticks."""
     import matplotlib as mpl
 
     colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(deltas)))

@@ -1,17 +1,13 @@
 """K Fig 1(b): scale τ × geometry δ sweep of a ReLU student learning a ReLU teacher.
 
-Setup (K App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx) with w*_i ~ Unif(S^{d−1}),
-a*_i ~ Unif{±1}; inputs x ~ Unif(S^{d−1}); student f(x) = Σ_{i≤h} a_i relu(w_iᵀx) from the
-symmetrised base initialisation (w_i ~ Unif(S^{d−1}), a_i = ±1, w_{i+h/2} = w_i,
-a_{i+h/2} = −a_i, so f ≡ 0 at t = 0). Each (τ, δ) rescales it: w_i → (τ/α) w_i, a_i → τα a_i with
-δ = τ²(α² − α^{−2}) the per-neuron conserved quantity; full-batch gradient descent on
-½·(1/n)Σ(f − y)² at learning rate ``lr_scale/τ²`` (``sims.piecewise_linear.solve``, Euler).
-Paper: lazy (training-set NTK distance S(0, t) ≈ 0, high test loss) at large τ, rich at small
-τ; the smallest test loss and fastest kernel movement at small τ and δ > 0 (upstream).
+Setup (K App. D.1): teacher f*(x) = Σ_{i≤k} a*_i relu(w*_iᵀx), x ~ Unif(S^{d−1}); student of width h
+from the symmetrised base init (f ≡ 0 at t = 0) rescaled per (τ, δ): w_i → (τ/α) w_i, a_i → τα a_i,
+δ = τ²(α² − α^{−2}); full-batch GD on ½·(1/n)Σ(f − y)² at lr ``lr_scale/τ²``. Paper: lazy at large
+τ, rich at small τ; the smallest test loss at small τ and δ > 0 (upstream).
 
-Command: ``lrrich run teacher-student`` (d = 20, h = 50, n = 200, 6 τ × 5 δ, 3 seeds vmapped
-together, 4,000 GD steps). ``--scale paper`` is K's size (d = 100, h = 50, k = 3, n = 1000,
-10,000 test points, 16 seeds); choices where K is silent: 10⁵ GD steps and a 10 τ × 11 δ grid.
+Command: ``lrrich run teacher-student`` (d = 20, h = 50, n = 200, 6 τ × 5 δ, 3 seeds, 4,000 GD
+steps). ``--scale paper`` is K's size (d = 100, k = 3, n = 1000, 16 seeds); choices where K is
+silent: 10⁵ GD steps and a 10 τ × 11 δ grid.
 Expected (seeds 0–2): the lowest test loss, 2.0e-4, at τ = 0.1, δ = 0.5 in every seed
 (downstream 4.2e-3, lazy τ = 2 6.4e-3); kernel distance 0.224 upstream vs 4.0e-4 lazy.
 """
@@ -34,7 +30,7 @@ DESCRIPTION = "K Fig 1(b): test loss and kernel distance over scale tau x geomet
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Teacher–student sweep (K App. D.1); the defaults are a CPU-small K Fig 1(b)."""
+    """K App. D.1; the defaults are a CPU-small K Fig 1(b)."""
 
     seed: int = 0  # PRNG seed split into the n_seeds draws
     d: int = 20  # input dimension
@@ -119,45 +115,32 @@ def run(config: Config, run_dir: Path) -> dict:
     final = {k: v[..., -1] for k, v in mean.items() if k != "time"}
     loss = final["test_loss"]
     i, j = np.unravel_index(np.argmin(loss), loss.shape)
-    summary = {
-        "best_test_loss": float(loss[i, j]),
-        "best_tau": float(cfg.taus[i]),
-        "best_delta": float(cfg.deltas[j]),
-        **{k: float(v) for k, v in _read(loss, final["kernel_distance"], cfg).items()},
-        "max_final_train_loss": float(final["train_loss"].max()),
-    }
-    seeds_final = {
-        k: np.asarray(out[k])[..., -1].reshape(cfg.n_seeds, *shape[:2])
-        for k in ("test_loss", "kernel_distance")
-    }
-    return {
-        "summary": summary,
-        "taus": list(cfg.taus),
-        "deltas": list(cfg.deltas),
-        "time_over_tau2": (np.asarray(out["time"])[0, 0] * cfg.taus[0] ** 2).tolist(),
-        "final": {k: v.tolist() for k, v in final.items()},
-        "curves": {k: v.tolist() for k, v in mean.items() if k != "time"},
-        "measured": _measured(seeds_final, cfg),
-    }
+    summary = {"best_test_loss": float(loss[i, j]), "best_tau": float(cfg.taus[i]),
+               "best_delta": float(cfg.deltas[j]),
+               **{k: float(v) for k, v in _read(loss, final["kernel_distance"], cfg).items()},
+               "max_final_train_loss": float(final["train_loss"].max())}  # fmt: skip
+    seeds_final = {k: np.asarray(out[k])[..., -1].reshape(cfg.n_seeds, *shape[:2])
+                   for k in ("test_loss", "kernel_distance")}  # fmt: skip
+    return {"summary": summary, "taus": list(cfg.taus), "deltas": list(cfg.deltas),
+            "time_over_tau2": (np.asarray(out["time"])[0, 0] * cfg.taus[0] ** 2).tolist(),
+            "final": {k: v.tolist() for k, v in final.items()},
+            "curves": {k: v.tolist() for k, v in mean.items() if k != "time"},
+            "measured": _measured(seeds_final, cfg)}  # fmt: skip
 
 
 def _read(loss, kd, cfg: Config) -> dict:
-    """The values the claims read from final test loss and kernel distance (…, n_tau, n_delta):
-    the first τ at the largest and smallest δ, the last τ at the middle δ."""
+    """Final test loss and kernel distance (…, n_tau, n_delta) at the first τ and the largest and
+    smallest δ, and at the last τ and the middle δ."""
     mid = len(cfg.deltas) // 2
-    return {
-        "test_loss_small_tau_upstream": loss[..., 0, -1],
-        "test_loss_small_tau_downstream": loss[..., 0, 0],
-        "test_loss_large_tau_balanced": loss[..., -1, mid],
-        "kernel_distance_small_tau_upstream": kd[..., 0, -1],
-        "kernel_distance_large_tau_balanced": kd[..., -1, mid],
-    }
+    return {"test_loss_small_tau_upstream": loss[..., 0, -1],
+            "test_loss_small_tau_downstream": loss[..., 0, 0],
+            "test_loss_large_tau_balanced": loss[..., -1, mid],
+            "kernel_distance_small_tau_upstream": kd[..., 0, -1],
+            "kernel_distance_large_tau_balanced": kd[..., -1, mid]}  # fmt: skip
 
 
 def _measured(final: dict, cfg: Config) -> dict:
-    """The per-seed record the claims read, from the (n_seeds, n_tau, n_delta) final test loss
-    and kernel distance: whether each seed's lowest test loss lies at the smallest τ with δ > 0,
-    and the :func:`_read` values."""
+    """Per seed: is the lowest test loss at the smallest τ with δ > 0; the :func:`_read` values."""
     loss = np.asarray(final["test_loss"])
     best_at = [np.unravel_index(np.argmin(x), x.shape) for x in loss]
     i_small = int(np.argmin(cfg.taus))

@@ -36,13 +36,8 @@ T_STEPS = 78_200
 
 @dataclasses.dataclass(frozen=True)
 class Config(_presets.ImageTraining, _presets.Seeds):
-    """Weight-decay sweep (T §2.4, §7.3).
-
-    Paper: ResNet18 (k = 64) on CIFAR-10 with augmentation, SGD lr 0.05, momentum 0.9, batch 128,
-    200 epochs with lr × 0.2 every 60, MSE on one-hot targets, output scale 1/3 (D App. F.4).
-    Small-scale deviations: Fashion-MNIST (mnist5k when absent), ``n_train`` images, k = 4, 30
-    epochs, no augmentation, λ × 370 (module docstring).
-    """
+    """T §2.4, §7.3 (paper: ResNet18 k = 64, CIFAR-10, D App. F.4). Small scale: Fashion-MNIST,
+    ``n_train`` images, k = 4, 30 epochs, no augmentation, λ × 370 (module docstring)."""
 
     dataset: str = "fashion_mnist"
     model: str = "resnet18"  # T's network (the tests use 'mlp')
@@ -136,7 +131,7 @@ CLAIMS = (
 
 
 def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict:
-    """The per-seed record the claims read: the smallest and the largest λ of the grid."""
+    """Per seed: the smallest and the largest λ of the grid."""
     wds, seeds = tuple(config.weight_decays), _presets.seed_list(config)
 
     def v(key, wd):
