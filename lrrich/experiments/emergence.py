@@ -284,12 +284,10 @@ def _measured(parts: dict, config: Config) -> dict:
     beyond = tm["steps"][-1] + config.time_eval_every  # a skill not reached: at least this
     for s in range(config.n_seeds):
         (B2, r0), _ = _calibrate_time(config, tm["steps_1"], tm["R_net_1"][s, :, 0])
-        model = np.asarray(
-            em.time_emergence(tm["steps"][:, None], 1.0, r0, tm["P"], B2, _eta(config))
-        )
+        model = em.time_emergence(tm["steps"][:, None], 1.0, r0, tm["P"], B2, _eta(config))
         net_steps, model_steps = (
             np.array([_half_step(tm["steps"], R[:, k]) or beyond for k in range(config.n_s)])
-            for R in (tm["R_net"][s], model)
+            for R in (tm["R_net"][s], np.asarray(model))
         )
         ratios = net_steps / model_steps
         values["emergence_step_ratio"].append(float(ratios[np.argmax(np.abs(ratios - 1))]))
@@ -355,40 +353,33 @@ CLAIMS = (
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
-    """``emergence.png`` (T Fig 5.1, n_s = 5) and ``emergence_calibration.png`` (Fig 5.2)."""
+    """``emergence.png`` (T Fig 5.1, n_s = 5) and ``emergence_calibration.png`` (Fig 5.2): R_k/S
+    per skill, the network's seed mean (dashed, ±1 std) and the model (solid)."""
     import matplotlib.pyplot as plt
 
     tm, da, wi, sm = results["time"], results["data"], results["width"], results["summary"]
+    b2, dc, nc = 1 / sm["B2"], sm["D_c"], sm["N_c"]
+    panels = ((tm, "steps", "SGD steps T", f"time: B² = 1/{b2:.1f} (thesis 1/22)"),)
+    panels += ((da, "D", "training set size D", f"data: D_c = {dc:.0f} (thesis 800)"),)
+    panels += ((wi, "widths", "hidden width N", f"width: N_c = {nc:.2f} (thesis 4)"),)
     paths = []
     for suffix, sub, title in (("", "", "prediction"), ("_calibration", "_1", "calibration")):
         fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-        Rt = np.asarray(tm["R_net" + sub])
-        _panel(axes[0], tm["steps" + sub], Rt, np.asarray(tm["R_model" + sub]), "SGD steps T")
-        axes[0].set_title(f"time: B² = 1/{1 / sm['B2']:.1f} (thesis 1/22)")
-        Rd, Md = np.asarray(da["R_net" + sub]), np.asarray(da["R_model" + sub])
-        _panel(axes[1], da["D" + sub], Rd, Md.mean(0), "training set size D", logx=True)
-        axes[1].set_title(f"data: D_c = {sm['D_c']:.0f} (thesis 800)")
-        Rw = np.asarray(wi["R_net" + sub])
-        _panel(axes[2], wi["widths" + sub], Rw, np.asarray(wi["R_model" + sub]), "hidden width N")
+        for ax, (part, x, xlabel, name) in zip(axes, panels, strict=True):
+            x, net = np.asarray(part[x + sub]), np.asarray(part["R_net" + sub])
+            model = np.asarray(part["R_model" + sub])
+            model, mean, std = model.mean(0) if part is da else model, net.mean(0), net.std(0)
+            for k, c in enumerate(plt.cm.viridis(np.linspace(0, 0.9, net.shape[-1]))):
+                ax.plot(x, mean[:, k], "--", color=c, label=f"k={k + 1} net")
+                lo, hi = mean[:, k] - std[:, k], mean[:, k] + std[:, k]
+                ax.fill_between(x, lo, hi, color=c, alpha=0.15, lw=0)
+                ax.plot(x, model[:, k], "-", color=c, label=f"k={k + 1} model")
+            ax.set(xlabel=xlabel, ylabel="R_k / S", ylim=(-0.05, 1.1), title=name)
+            ax.set_xscale("log" if part is da else "linear")
         if sub and wi.get("N_c_expressible") is not None:  # n_s = 1: the best-fit ceiling
             axes[2].plot(np.asarray(wi["widths_1"]), np.asarray(wi["R_expressible_1"]), "k:",
                          label=f"best expressible (N_c {wi['N_c_expressible']:.2f})")  # fmt: skip
-        axes[2].set_title(f"width: N_c = {sm['N_c']:.2f} (thesis 4)")
         axes[2].legend(fontsize=6, ncol=2)
         fig.suptitle(f"{title}: 2-layer ReLU MLP (dashed, ±1 std) vs multilinear model (solid)")
         paths.append(io.save_figure(fig, Path(run_dir) / f"emergence{suffix}.png"))
     return paths
-
-
-def _panel(ax, x, net_seeds, model, xlabel: str, logx: bool = False):
-    """R_k/S per skill: the seed mean of the network (dashed, ±1 std) and the model (solid)."""
-    import matplotlib.pyplot as plt
-
-    x, net, std = np.asarray(x), net_seeds.mean(0), net_seeds.std(0)
-    colors = plt.cm.viridis(np.linspace(0, 0.9, net.shape[-1]))
-    for k in range(net.shape[-1]):
-        ax.plot(x, net[:, k], "--", color=colors[k], label=f"k={k + 1} net")
-        lo, hi = net[:, k] - std[:, k], net[:, k] + std[:, k]
-        ax.fill_between(x, lo, hi, color=colors[k], alpha=0.15, lw=0)
-        ax.plot(x, model[:, k], "-", color=colors[k], label=f"k={k + 1} model")
-    ax.set(xlabel=xlabel, ylabel="R_k / S", xscale="log" if logx else "linear", ylim=(-0.05, 1.1))

@@ -271,11 +271,10 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[1].set(xlabel="training-set size n", ylabel="D_LR (test)", ylim=(0, 1), title="richness")
     n_max = max(p["n_train"] for p in pts)
     sel = sorted((p for p in pts if p["n_train"] == n_max), key=lambda p: p["weight_decay"])
-    x = np.arange(len(sel))
-    axes[2].plot(x, [p["dlr"] for p in sel], "o-", label="D_LR (test)")
-    axes[2].plot(x, [p["test_acc"] for p in sel], "s-", label="test accuracy")
-    axes[2].set_xticks(x, [f"{p['weight_decay']:g}" for p in sel])
+    for key, fmt, label in (("dlr", "o-", "D_LR (test)"), ("test_acc", "s-", "test accuracy")):
+        axes[2].plot(range(len(sel)), [p[key] for p in sel], fmt, label=label)
+    axes[2].set_xticks(range(len(sel)), [f"{p['weight_decay']:g}" for p in sel])
     axes[2].set(xlabel="weight decay λ", ylim=(0, 1.02), title=f"n = {n_max}")
-    axes[0].legend(fontsize=8)
-    axes[2].legend(fontsize=8)
+    for ax in axes[::2]:
+        ax.legend(fontsize=8)
     return [save_figure(fig, Path(run_dir) / "learning_curve.png")]

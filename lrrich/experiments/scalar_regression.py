@@ -201,12 +201,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         h = r["history"]
         ax.plot(h["epoch"], h["dlr_test"], "o-", ms=3, label=f"{task} (C = {r['num_outputs']})")
     ax.axhline(MF_BOUNDARY, color="grey", lw=0.8, ls="--")
-    ax.set(
-        xlabel="epoch",
-        ylabel="D_LR (test)",
-        ylim=(0, 1),
-        title="scalar regression vs classification",
-    )
+    ax.set(xlabel="epoch", ylabel="D_LR (test)", ylim=(0, 1), title="scalar vs classification")
     ax.legend(fontsize=8)
     paths = [save_figure(fig, run_dir / "scalar_regression_dlr.png")]
     fig = plot_feature_decomposition({t: r["decomposition"] for t, r in points.items()})
