@@ -33,12 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import metrics
+from lrrich import io
 from lrrich.claims import Claim, Less, Premise, Value, measured, rf_reference
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
 NAME = "cross-entropy"
 DESCRIPTION = "D Fig 17: D_LR under cross-entropy on logits / centred logits / probabilities"
-PAPER = {"D_LR under cross-entropy": "'our method extends to models trained on cross-entropy'"}
 TASKS = ("image", "modular")
 CHOICES = metrics.OUTPUT_CHOICES
 
@@ -179,12 +179,11 @@ def _train(config: Config, data, loss: str, seeds: list[int]):
         curves.append(c)
         one = {f"{loss}_{k}": c[k][-1] for k in ("test_acc", "train_acc")}
         for choice in CHOICES if loss == "ce" else ("logits",):
-            v = c[choice]
-            one |= {f"{loss}_{choice}_start": v[0], f"{loss}_{choice}_end": v[-1],
-                    f"{loss}_{choice}_max": float(np.nanmax(v)),
-                    f"{loss}_{choice}_rank": c["final_rank"][choice]}  # fmt: skip
-        one[f"{loss}_shift_share_start"] = c["shift_share"][0]
-        one[f"{loss}_shift_share_end"] = c["shift_share"][-1]
+            v, key = c[choice], f"{loss}_{choice}"
+            one |= {f"{key}_start": v[0], f"{key}_end": v[-1], f"{key}_max": float(np.nanmax(v)),
+                    f"{key}_rank": c["final_rank"][choice]}  # fmt: skip
+        share = c["shift_share"]
+        one |= {f"{loss}_shift_share_start": share[0], f"{loss}_shift_share_end": share[-1]}
         if loss == "ce":
             by_t = [metrics.dlr_by_output(phi, z, temperature=t) for t in config.temperatures]
             one["ce_dlr_by_temperature"] = [float(d.probabilities.value) for d in by_t]
@@ -232,36 +231,31 @@ CLAIMS = (
 def _measured(per_seed: list[dict], config: Config, data, n_eval: int, p: int) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
     prefix = "modular" if config.task == "modular" else "ce"
-
-    def col(key):
-        return [s[key] for s in per_seed]
-
-    values = {f"{prefix}_{split}_acc": col(f"ce_{split}_acc") for split in ("test", "train")}
-    reference = {}
-    for c in CHOICES:
-        values |= {f"{prefix}_{c}_{end}": col(f"ce_{c}_{end}") for end in ("start", "end")}
-        rank = max(col(f"ce_{c}_rank"))
-        reference[f"{prefix}_{c}_end"] = rf_reference(n_eval, p, rank, rank_source="measured")
+    col = lambda key: [s[key] for s in per_seed]
+    ends = [f"{c}_{end}" for c in CHOICES for end in ("start", "end")]
+    values = {f"{prefix}_{k}": col(f"ce_{k}") for k in ("test_acc", "train_acc", *ends)}
     if config.mse_twin:
         values |= {f"mse_{k}": col(f"mse_{k}") for k in ("test_acc", "train_acc", "logits_end")}
         for c in CHOICES:
-            values[f"{prefix}_{c}_minus_mse"] = [
-                s[f"ce_{c}_end"] - s["mse_logits_end"] for s in per_seed
-            ]
+            values[f"{prefix}_{c}_minus_mse"] = [s[f"ce_{c}_end"] - s["mse_logits_end"]
+                                                 for s in per_seed]  # fmt: skip
     what = f"{config.model} width {config.width} depth {config.depth}"
     if config.task == "modular":
         what = f"{config.depth}-block transformer d = {config.width}, a / b mod {config.p}"
     length = f"{config.steps} steps" if config.steps else f"{config.epochs} epochs"
-    image = config.task == "image" and config.model != "resnet18"
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    if config.task == "image" and config.model != "resnet18":
+        deviations.append(f"an MLP on {data.name}: D's Fig 17 network is not legible")
     return measured(
         values,
         seeds=col("seed"),
         dataset=f"{data.name} ({len(data.x_train):,} train / {n_eval:,} test)",
         scale=f"{what}, {config.optimizer} lr {config.lr:g}, {length}",
         baseline={f"{prefix}_{c}_end": col("init_fitted_dlr") for c in CHOICES},
-        reference=reference,
-        deviations=[f"an MLP on {data.name}: D's Fig 17 network is not legible"] if image else [],
-    )
+        reference={f"{prefix}_{c}_end": rf_reference(n_eval, p, max(col(f"ce_{c}_rank")),
+                                                     rank_source="measured") for c in CHOICES},
+        deviations=deviations,
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
@@ -269,8 +263,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     dashed; random-feature references dotted), test accuracy, and the final D_LR of
     softmax(z/τ) vs τ."""
     import matplotlib.pyplot as plt
-
-    from lrrich.io import save_figure
 
     curves = results["curves"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
@@ -286,17 +278,18 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="step", ylabel="test D_LR (dotted: random features)", ylim=(0, 1))
     axes[0].set_title("D_LR by output choice (mean, min-max over seeds)", fontsize=9)
-    for loss, ls in (("ce", "-"), ("mse", "--")):
+    for loss, ls, color in (("ce", "-", "C0"), ("mse", "--", "k")):
         for c in curves.get(loss, []):
-            axes[1].plot(c["step"], c["test_acc"], ls, color="C0" if loss == "ce" else "k", lw=1)
+            axes[1].plot(c["step"], c["test_acc"], ls, color=color, lw=1)
     axes[1].set(xlabel="step", ylabel="test accuracy", ylim=(0, 1.02), title="CE (solid), MSE")
     for s in results["per_seed"]:
         axes[2].semilogx(results["temperatures"], s["ce_dlr_by_temperature"], "o-", ms=3,
                          color="C2", lw=1)  # fmt: skip
-        axes[2].axhline(s["ce_centred_logits_end"], color="C1", ls=":", lw=1)
-        axes[2].axhline(s["ce_logits_end"], color="C0", ls=":", lw=1)
-    axes[2].set(xlabel="softmax temperature τ", ylabel="final test D_LR of softmax(z/τ)")
-    axes[2].set_ylim(0, 1)
+        for choice, color in (("centred_logits", "C1"), ("logits", "C0")):
+            axes[2].axhline(s[f"ce_{choice}_end"], color=color, ls=":", lw=1)
+    axes[2].set(
+        xlabel="softmax temperature τ", ylabel="final test D_LR of softmax(z/τ)", ylim=(0, 1)
+    )
     axes[2].set_title("dotted: logits (C0), centred logits (C1)", fontsize=9)
     axes[0].legend(fontsize=7)
-    return [save_figure(fig, Path(run_dir) / "cross_entropy.png")]
+    return [io.save_figure(fig, Path(run_dir) / "cross_entropy.png")]

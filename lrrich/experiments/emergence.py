@@ -37,7 +37,6 @@ from sims import emergence as em
 
 NAME = "emergence"
 DESCRIPTION = "T Fig 5.1-5.2: 2-layer MLP skill emergence in time/data/width vs calibrated model"
-PAPER = {"B2": 1 / 22, "D_c": 800, "N_c": 4}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +124,8 @@ def run(config: Config, run_dir: Path) -> dict:
     for name, part in parts.items():  # the data panel's model is per seed, the others' shared
         for sfx in ("_1", ""):
             net = part[f"R_net{sfx}"] if name == "data" else part[f"R_net{sfx}"].mean(0)
-            summary[f"rmse_{name}{sfx}"] = _rmse(net, part[f"R_model{sfx}"])
+            rmse = np.sqrt(np.mean((net - part[f"R_model{sfx}"]) ** 2))
+            summary[f"rmse_{name}{sfx}"] = float(rmse)
     return {"summary": summary, **parts, "timing": timing, "measured": _measured(parts, config)}
 
 
@@ -191,12 +191,10 @@ def _time_part(config: Config, run_dir: Path | None) -> dict:
                             (config.time_steps,))  # fmt: skip
     (B2, r0), (B2_joint, r0_joint) = _calibrate_time(config, one["steps"], one["R"].mean(0)[:, 0])
     P = np.asarray(_task(config, config.n_s).probs, float)
-    model_1, model = (
-        em.time_emergence(n["steps"][:, None], 1.0, r0, probs, B2, _eta(config))
-        for n, probs in ((one, 1.0), (many, P))
-    )
+    models = [em.time_emergence(n["steps"][:, None], 1.0, r0, probs, B2, _eta(config))
+              for n, probs in ((one, 1.0), (many, P))]  # fmt: skip
     fits = {"B2": B2, "r0_over_S": r0, "B2_joint": B2_joint, "r0_over_S_joint": r0_joint}
-    return {**_halves(one, many, model_1, model), **fits, "P": P}
+    return {**_halves(one, many, *models), **fits, "P": P}
 
 
 def _data_part(config: Config, run_dir: Path | None) -> dict:
@@ -205,8 +203,8 @@ def _data_part(config: Config, run_dir: Path | None) -> dict:
                             (config.data_D_1, config.data_steps_1),
                             (config.data_D, config.data_steps))  # fmt: skip
     D_c = em.calibrate_data(one["d_k"].reshape(-1), one["R"].reshape(-1), 1.0)
-    model_1, model = (em.data_emergence(n["d_k"], 1.0, D_c) for n in (one, many))
-    return {**_halves(one, many, model_1, model), "D_c": float(D_c)}
+    models = [em.data_emergence(n["d_k"], 1.0, D_c) for n in (one, many)]
+    return {**_halves(one, many, *models), "D_c": float(D_c)}
 
 
 def _width_part(config: Config, run_dir: Path | None) -> dict:
@@ -219,36 +217,30 @@ def _width_part(config: Config, run_dir: Path | None) -> dict:
     N_c = em.calibrate_width(np.tile(W1, config.n_seeds), one["R"][..., 0].reshape(-1), 1.0)
     best = em.expressible_strength(W1, config.m)
     N_c_best = float(em.calibrate_width(W1, best, 1.0)) if np.all(np.isfinite(best)) else None
-    model_1, model = (
-        em.parameter_emergence(n["widths"], 1.0, N_c, k) for n, k in ((one, 1), (many, config.n_s))
-    )
+    models = [em.parameter_emergence(n["widths"], 1.0, N_c, k)
+              for n, k in ((one, 1), (many, config.n_s))]  # fmt: skip
     ceiling = {"R_expressible_1": best, "N_c_expressible": N_c_best}
-    return {**_halves(one, many, model_1, model), **ceiling, "N_c": float(N_c)}
+    return {**_halves(one, many, *models), **ceiling, "N_c": float(N_c)}
 
 
 def _panel_nets(run_dir, name: str, config: Config, nets, one: tuple, many: tuple):
     """A panel's n_s = 1 and n_s networks, cached in ``run_dir/parts`` (read back as float64)."""
     out = []
     for part, n_s, args in ((f"{name}_1", 1, one), (name, config.n_s, many)):
-        path = None if run_dir is None else Path(run_dir) / "parts" / f"{part}.json"
-        if path is not None and path.exists():
-            res = io.read_json(path)
-        else:
-            res = nets(config, n_s, *args)
-            if path is not None:
-                io.write_json(path, res)
-        out.append({k: np.asarray(v, np.float64 if np.asarray(v).dtype.kind == "f" else None)
+        path = run_dir and Path(run_dir) / "parts" / f"{part}.json"
+        res = io.read_json(path) if path and path.exists() else nets(config, n_s, *args)
+        if path and not path.exists():
+            io.write_json(path, res)
+        out.append({k: np.asarray(v, float if np.asarray(v).dtype.kind == "f" else None)
                     for k, v in res.items()})  # fmt: skip
     return out
 
 
 def _halves(one: dict, many: dict, model_1, model) -> dict:
     """The networks' arrays (``R`` as ``R_net``) and ``R_model``; n_s = 1 suffixed ``_1``."""
-    out = {}
-    for sfx, nets, R_model in (("_1", one, model_1), ("", many, model)):
-        out.update({f"{'R_net' if k == 'R' else k}{sfx}": v for k, v in nets.items()})
-        out[f"R_model{sfx}"] = np.asarray(R_model)
-    return out
+    halves = (("_1", one, model_1), ("", many, model))
+    return {f"{'R_net' if k == 'R' else k}{sfx}": v for sfx, nets, R_model in halves
+            for k, v in {**nets, "R_model": np.asarray(R_model)}.items()}  # fmt: skip
 
 
 def _eta(config: Config) -> float:
@@ -258,16 +250,9 @@ def _eta(config: Config) -> float:
 
 def _calibrate_time(config: Config, steps, R1) -> tuple[tuple[float, float], tuple[float, float]]:
     """(𝓑², R(0)) of T Eq 5.2 fitted to R_1(T)/S with R(0) = σ²/S unless ``time_fit_r0``; joint fit."""
-    eta = _eta(config)
-    joint = em.calibrate_time(steps, R1, 1.0, 1.0, eta)
-    if config.time_fit_r0:
-        return tuple(map(float, joint)), tuple(map(float, joint))
-    fixed = em.calibrate_time(steps, R1, 1.0, 1.0, eta, r0_grid=[config.init_std**2 / config.S])
-    return tuple(map(float, fixed)), tuple(map(float, joint))
-
-
-def _rmse(a, b) -> float:
-    return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
+    grids = (None,) if config.time_fit_r0 else ([config.init_std**2 / config.S], None)
+    fits = [em.calibrate_time(steps, R1, 1.0, 1.0, _eta(config), r0_grid=g) for g in grids]
+    return tuple(map(float, fits[0])), tuple(map(float, fits[-1]))
 
 
 def _half_step(steps, curve) -> int | None:

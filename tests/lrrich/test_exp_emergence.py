@@ -16,7 +16,9 @@ from nets.skills import skill_trainer
 
 def test_registered_with_thesis_constants_and_paper_setting():
     exp = registry.get("emergence")
-    assert exp.paper == {"B2": 1 / 22, "D_c": 800, "N_c": 4}
+    # the thesis's constants (T §5.2), stated by the first three claims
+    constants = {c.key: c.relation.paper for c in exp.claims[:3]}
+    assert constants == {"B2": 1 / 22, "D_c": 800, "N_c": 4}
     paper = exp.config("paper")
     # T App. C.3: width 1000, η = 0.05, σ = 0.01, batch 4000 (2000 for data), S = 5, n_b = 32, m = 3
     assert (paper.time_width, paper.data_width, paper.lr, paper.init_std) == (
