@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import Claim, Less, Value, measured, rf_reference
 from lrrich.experiments import _data, _measure, _presets
 from lrrich.trainer import train
@@ -214,8 +215,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     """``modes.png`` (exact vs integrated) and ``rich_vs_lazy.png`` (D_LR and accuracy)."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     c, s = results["curves"], results["summary"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     panels = (
@@ -233,7 +232,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         ax.set(xlabel="t (gradient-flow time)", ylabel=ylabel, title=title)
         ax.legend(fontsize=7)
         ax.title.set_fontsize(9)
-    paths = [save_figure(fig, run_dir / "modes.png")]
+    paths = [io.save_figure(fig, run_dir / "modes.png")]
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     h0 = next(iter(results["histories"].values()))
@@ -252,5 +251,5 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         ax.set(xlabel="optimizer step")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
-    paths.append(save_figure(fig, run_dir / "rich_vs_lazy.png"))
+    paths.append(io.save_figure(fig, run_dir / "rich_vs_lazy.png"))
     return paths

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import MF_BOUNDARY, Below, Less, Premise, Value, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
@@ -174,8 +175,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     """``encoded_labels.png``: D_LR and accuracy (test; dashed: train) vs step, rich vs lazy."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for mode, h in results["histories"].items():
         c = {"rich": "C3", "lazy": "C0"}.get(mode)
@@ -195,4 +194,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     text = [f"{m} D_LR {fmt(f'{m}_dlr', '.3f')}, test acc {fmt(f'{m}_test_acc', '.1%')}"
             for m in ("rich", "lazy")]  # fmt: skip
     fig.suptitle(f"encoded labels ({results['dataset']['name']}): " + " | ".join(text), fontsize=9)
-    return [save_figure(fig, run_dir / "encoded_labels.png")]
+    return [io.save_figure(fig, run_dir / "encoded_labels.png")]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import Above, All, Claim, Holds, measured
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
@@ -97,7 +98,7 @@ def run(config: Config, run_dir: Path) -> dict:
         "summary": summary,
         "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
         "trajectories": runs[0],
-        "measured": _measured(stats, seeds, config),
+        "measured": _measured(stats, seeds, config, len(data.x_train)),
     }
 
 
@@ -130,14 +131,12 @@ def _probe(config: Config, data, total: int, seed: int, model0):
         phis = (snaps["phi_fit"], snaps["phi_ev"], snaps["out_ev"])
         traj = feature_trajectories(*phis, targets)
         end = feature_decomposition(*(phi[-1] for phi in phis), targets)
-        by_rank = {}  # the per-time values by intensity position: rank[t] permutes the positions
-        for field in ("rho", "quality"):
-            by_rank[field] = np.empty_like(getattr(traj, field))
-            np.put_along_axis(by_rank[field], traj.tracks.rank, getattr(traj, field), axis=1)
+        order = np.argsort(traj.tracks.rank, axis=1)  # by intensity position at each time
         arrays = dict(
             rho=traj.rho, quality=traj.quality, utilization=traj.utilization,
             match_overlap=traj.tracks.overlap, rank=traj.tracks.rank,
-            rho_by_rank=by_rank["rho"], quality_by_rank=by_rank["quality"],
+            rho_by_rank=np.take_along_axis(traj.rho, order, axis=1),
+            quality_by_rank=np.take_along_axis(traj.quality, order, axis=1),
         )  # fmt: skip
         return {"trajectory": {
             "step": snaps["step"], "epoch": [s / (total / config.epochs) for s in snaps["step"]],
@@ -219,28 +218,26 @@ positive over the seeds."""
 _CORRELATIONS = ("end_intensity_quality", "final_intensity_rate", "initial_intensity_rate")
 
 
-def _measured(stats: list[dict], seeds: list[int], config: Config) -> dict:
+def _measured(stats: list[dict], seeds: list[int], config: Config, n_train: int) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`): each correlation,
     its one-sided p, whether it is significant, and the same over all non-constant features."""
     values = {}
     for key in _CORRELATIONS:
         for suffix in ("", "_p", "_all"):
             values[f"{key}{suffix}"] = [s[f"{key}{suffix}"] for s in stats]
-        values[f"{key}_significant"] = [
-            float(s[key] > 0 and s[f"{key}_p"] < SIGNIFICANCE) for s in stats
-        ]
+        significant = [s[key] > 0 and s[f"{key}_p"] < SIGNIFICANCE for s in stats]
+        values[f"{key}_significant"] = [float(v) for v in significant]
     net = f"{config.model.upper()} width {config.width}"
     net += f" x{config.depth}" if config.model == "mlp" else ""
+    deviations = _presets.partial_batch_deviation(n_train, config.batch_size)
+    if config.model != "resnet18":
+        deviations.append(f"an MLP on {config.dataset} instead of D's ResNet18 on CIFAR-100")
     return measured(
-        values,
-        seeds=seeds,
+        values, seeds=seeds, deviations=deviations,
         dataset=f"{config.dataset} (S_fit {config.n_fit} train / S_eval {config.n_eval} test)",
         scale=f"{net}, {config.optimizer} lr {config.lr:g}, {config.epochs} epochs, "
         f"{config.log_points} log points",
-        deviations=[]
-        if config.model == "resnet18"
-        else [f"an MLP on {config.dataset} instead of D's ResNet18 on CIFAR-100"],
-    )
+    )  # fmt: skip
 
 
 _NULL = 1e-10
@@ -251,8 +248,6 @@ singular value is ≈ 1e-7·s₁, i.e. 1e-14 in ρ): left out of the figure."""
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``feature_quality.png``: D Fig 7's panels for the first seed."""
     import matplotlib.pyplot as plt
-
-    from lrrich.io import save_figure
 
     r = results["trajectories"]
     epochs = np.asarray(r["epoch"])
@@ -283,4 +278,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[3].set(xlabel="epoch", ylabel="quality Q*_j(t)", title=title)
     fig.suptitle("feature quality vs intensity over training (D Fig 7, T Fig 7.7)", fontsize=9)
     fig.tight_layout()
-    return [save_figure(fig, run_dir / "feature_quality.png")]
+    return [io.save_figure(fig, run_dir / "feature_quality.png")]

@@ -19,6 +19,7 @@ from pathlib import Path
 import jax
 from flax import nnx
 
+from lrrich import io
 from lrrich.claims import Less, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
@@ -149,8 +150,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     final test D_LR per regime beside the random-feature reference."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     labels = {"first": "first layer only", "last": "last layer only (lazy)", "all": "all layers"}
     colors = {"first": "C3", "last": "C0", "all": "C2"}
     rf = results["reference"]["dlr"]
@@ -173,4 +172,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[2].set_xticks(range(3), ["first only", "last only", "all"])
     axes[2].set(ylabel="final test D_LR (grey: seeds)", ylim=(0, 1))
     axes[2].legend(fontsize=7)
-    return [save_figure(fig, Path(run_dir) / "first_layer.png")]
+    return [io.save_figure(fig, Path(run_dir) / "first_layer.png")]

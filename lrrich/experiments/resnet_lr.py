@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import MF_BOUNDARY, All, Below, Claim, Less, Premise, Value
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
@@ -214,8 +215,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     marked), ``lr_training.png``, ``lr_features.png`` (first stable seed per rate)."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     lrs, c = results["lrs"], results["summary"]["num_classes"]
     runs = [results["per_seed"][f"lr={_seeds.tag(lr)}"] for lr in lrs]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), constrained_layout=True)
@@ -239,7 +238,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     for ax in axes:
         ax.set(xscale="log", xlabel="learning rate")
         ax.legend(fontsize=7 if ax is axes[0] else 8)
-    paths = [save_figure(fig, Path(run_dir) / "lr_sweep.png")]
+    paths = [io.save_figure(fig, Path(run_dir) / "lr_sweep.png")]
     if not results["points"]:
         return paths
     return paths + _plots.plot_points(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import Claim, Holds, Premise, Value, measured
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
@@ -226,8 +227,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     """``measures_vs_alpha.png`` (each measure vs α, log-x) and ``dlr_curves.png`` (vs step)."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     rows = results["table"]
     alphas = [r["alpha"] for r in rows]
     labels = {
@@ -242,10 +241,10 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[0].legend(fontsize=7)
     axes[3].set_yscale("log")
     fig.suptitle("target downscaling: larger α = lazier; which measure follows α?", fontsize=9)
-    paths = [save_figure(fig, run_dir / "measures_vs_alpha.png")]
+    paths = [io.save_figure(fig, run_dir / "measures_vs_alpha.png")]
 
     lines = [(h, "dlr_train", f"α={a}") for a, h in results["histories"].items()]
     fig, _ = _plots.step_figure({"D_LR during training": lines}, log=False, cmap="viridis",
                                 size=(5.0, 3.4), ylabel="D_LR (train)", ylim=(0, 1))  # fmt: skip
-    paths.append(save_figure(fig, run_dir / "dlr_curves.png"))
+    paths.append(io.save_figure(fig, run_dir / "dlr_curves.png"))
     return paths
