@@ -27,15 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import MF_BOUNDARY, Below, Claim, Holds, Less, measured, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
 NAME = "learning-curve"
 DESCRIPTION = "D Fig 5 / T Fig 7.1-7.2b: D_LR and test error vs training-set size, weight decay"
-PAPER = {
-    "D_LR vs n": "drops below 0.1 (rich) beyond a critical n, where the error exponent steepens",
-    "D_LR vs weight decay": "smaller with larger weight decay; rich already without it",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,15 +147,12 @@ def _curve_summary(config: Config, pts: list[dict], summary: dict, n_test: int) 
             summary[f"error_exponent_wd{t}"] = float(np.polyfit(np.log(n), np.log(err), 1)[0])
             summary[f"dlr_smallest_n_wd{t}"] = sel[0]["dlr"]
             summary[f"dlr_largest_n_wd{t}"] = sel[-1]["dlr"]
-        sel = [p for p in pts if p["weight_decay"] == wd0]
-        summary["D_LR vs n"] = ", ".join(f"{p['dlr']:.3f} (n={p['n_train']})" for p in sel)
-        summary["D_LR vs n"] += f" at λ={_seeds.tag(wd0)}"
+        curve = [f"{p['dlr']:.3f} (n={p['n_train']})" for p in pts if p["weight_decay"] == wd0]
+        summary["D_LR vs n"] = f"{', '.join(curve)} at λ={_seeds.tag(wd0)}"
     if len(config.weight_decays) > 1:
-        sel = [p for p in pts if p["n_train"] == n_max]
-        summary["D_LR vs weight decay"] = ", ".join(
-            f"{p['dlr']:.3f} (λ={_seeds.tag(p['weight_decay'])})" for p in sel
-        )
-        summary["D_LR vs weight decay"] += f" at n={n_max}"
+        row = [f"{p['dlr']:.3f} (λ={_seeds.tag(p['weight_decay'])})" for p in pts
+               if p["n_train"] == n_max]  # fmt: skip
+        summary["D_LR vs weight decay"] = f"{', '.join(row)} at n={n_max}"
     summary["seeds"] = config.seeds
     return summary
 
@@ -257,8 +251,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     largest n."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     pts = list(results["points"].values())
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for wd in sorted({p["weight_decay"] for p in pts}):
@@ -277,4 +269,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[2].set(xlabel="weight decay λ", ylim=(0, 1.02), title=f"n = {n_max}")
     for ax in axes[::2]:
         ax.legend(fontsize=8)
-    return [save_figure(fig, Path(run_dir) / "learning_curve.png")]
+    return [io.save_figure(fig, Path(run_dir) / "learning_curve.png")]

@@ -21,6 +21,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import MF_BOUNDARY, Below, Less, Value, measured, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
@@ -116,24 +117,16 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
     value = dlr_with_rank(phi_te, out_te)
     rel = np.asarray(fd.relative_intensity)
     return {
-        "dlr": float(value.value),
-        "dlr_rank": int(value.rank),
-        "init_dlr": init_dlr,
-        "d_eff_rho": float(fd.d_eff_rho_adjusted),
-        "d_eff_util": float(fd.d_eff_utilization),
-        "d_eff_rho_all": float(fd.d_eff_rho),
-        "d_eff_util_train": float(fd_tr.d_eff_utilization),
+        "dlr": float(value.value), "dlr_rank": int(value.rank), "init_dlr": init_dlr,
+        "d_eff_rho": float(fd.d_eff_rho_adjusted), "d_eff_util": float(fd.d_eff_utilization),
+        "d_eff_rho_all": float(fd.d_eff_rho), "d_eff_util_train": float(fd_tr.d_eff_utilization),
         "cum_util_2": float(np.asarray(fd.cum_utilization)[min(1, rel.size - 1)]),
-        "rho2_rel": float(rel[1]) if rel.size > 1 else 0.0,
-        "rho3_rel": float(rel[2]) if rel.size > 2 else 0.0,
-        "e1_constant_overlap": float(fd.e1_constant_overlap),
-        "test_acc": float(np.mean(correct)),
-        "n_test": int(len(data.x_test)),
-        "n_features": int(phi_te.shape[1]),
-        "num_outputs": int(out_te.shape[1]),
-        "decomposition": _measure.decomposition(fd),
+        **{f"rho{k + 1}_rel": float(rel[k]) if rel.size > k else 0.0 for k in (1, 2)},
+        "e1_constant_overlap": float(fd.e1_constant_overlap), "test_acc": float(np.mean(correct)),
+        "n_test": int(len(data.x_test)), "n_features": int(phi_te.shape[1]),
+        "num_outputs": int(out_te.shape[1]), "decomposition": _measure.decomposition(fd),
         "history": {k: hist.column(k).tolist() for k in ("epoch", "dlr_test")},
-    }
+    }  # fmt: skip
 
 
 _row = quoting("D App. D.3 Fig 12", "'Unlike C-way classification, which typically uses C "
@@ -192,7 +185,6 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     (Π*(k), Π̂(k), ρ_k/ρ_1, D Fig 12 / T Fig 3.6 style), first seed."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
     from metrics import plot_feature_decomposition
 
     points = results["points"]
@@ -203,7 +195,7 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     ax.axhline(MF_BOUNDARY, color="grey", lw=0.8, ls="--")
     ax.set(xlabel="epoch", ylabel="D_LR (test)", ylim=(0, 1), title="scalar vs classification")
     ax.legend(fontsize=8)
-    paths = [save_figure(fig, run_dir / "scalar_regression_dlr.png")]
+    paths = [io.save_figure(fig, run_dir / "scalar_regression_dlr.png")]
     fig = plot_feature_decomposition({t: r["decomposition"] for t, r in points.items()})
-    paths.append(save_figure(fig, run_dir / "scalar_regression_features.png"))
+    paths.append(io.save_figure(fig, run_dir / "scalar_regression_features.png"))
     return paths

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import All, Holds, Less, measured, quoting
 from sims import piecewise_linear as pl
 
@@ -186,19 +187,16 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     """Heat maps over (δ, τ) of final test loss, kernel distance, Hamming distance (K Fig 1b, 10)."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
-    taus, deltas = np.asarray(results["taus"]), np.asarray(results["deltas"])
-    panels = [("test_loss", "test loss", True), ("kernel_distance", "kernel distance S(0, T)", False),
-              ("hamming_distance", "Hamming distance", False)]  # fmt: skip
+    taus, deltas = results["taus"], results["deltas"]
+    panels = {"test_loss": "log10 test loss", "kernel_distance": "kernel distance S(0, T)",
+              "hamming_distance": "Hamming distance"}  # fmt: skip
     fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 3.8), layout="constrained")
-    for ax, (key, title, log) in zip(axes, panels, strict=True):
+    for ax, (key, title) in zip(axes, panels.items(), strict=True):
         val = np.asarray(results["final"][key])
-        img = np.log10(np.maximum(val, 1e-300)) if log else val
-        im = ax.imshow(img, origin="lower", aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(deltas)), [f"{v:g}" for v in deltas])
-        ax.set_yticks(range(len(taus)), [f"{v:.2g}" for v in taus])
-        ax.set(xlabel="δ (geometry)", ylabel="τ (scale)", title=("log10 " if log else "") + title)
-        fig.colorbar(im, ax=ax)
+        img = np.log10(np.maximum(val, 1e-300)) if key == "test_loss" else val
+        fig.colorbar(ax.imshow(img, origin="lower", aspect="auto", cmap="viridis"), ax=ax)
+        ax.set(xticks=range(len(deltas)), xticklabels=[f"{v:g}" for v in deltas],
+               yticks=range(len(taus)), yticklabels=[f"{v:.2g}" for v in taus],
+               xlabel="δ (geometry)", ylabel="τ (scale)", title=title)  # fmt: skip
     fig.suptitle("ReLU teacher–student (K Fig 1b, reduced size)")
-    return [save_figure(fig, Path(run_dir) / "teacher_student_heatmaps.png")]
+    return [io.save_figure(fig, Path(run_dir) / "teacher_student_heatmaps.png")]

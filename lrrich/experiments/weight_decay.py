@@ -25,6 +25,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import MF_BOUNDARY, Below, Less, Premise, quoting, rf_reference
 from lrrich.experiments import _data, _measure, _plots, _presets, _seeds
 
@@ -100,12 +101,9 @@ def run(config: Config, run_dir: Path) -> dict:
                 summary[f"{k}_wd{_seeds.tag(wd)}"] = _seeds.seed_mean(sel, [k])[k]
     summary["seeds"] = len(seeds)
     p = next(iter(points.values()))["n_features"]
-    return {
-        "summary": summary,
-        "points": points,
-        "reference": rf_reference(len(data.x_test), p, data.num_classes),
-        "measured": _measured(points, config, data, baseline),
-    }
+    return {"summary": summary, "points": points,
+            "reference": rf_reference(len(data.x_test), p, data.num_classes),
+            "measured": _measured(points, config, data, baseline)}  # fmt: skip
 
 
 _FITS = tuple(
@@ -166,19 +164,15 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     the mean) and ρ_k/ρ_1 vs k per λ (first seed)."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     pts = list(results["points"].values())
     wds = sorted({p["weight_decay"] for p in pts})
     x = np.arange(len(wds))
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
     for ax, key, label in ((axes[0], "test_acc", "test accuracy"), (axes[1], "dlr", "test D_LR")):
         _plots.seed_dots(ax, x, [[p[key] for p in pts if p["weight_decay"] == w] for w in wds])
-        ax.set_xticks(x, [f"{w:g}" for w in wds])
-        ax.set(xlabel="weight decay λ", ylabel=label)
+        ax.set(xticks=x, xticklabels=[f"{w:g}" for w in wds], xlabel="weight decay λ", ylabel=label)
     axes[1].axhline(0.1, color="grey", lw=0.8, ls="--")
-    ref = results.get("reference")
-    if ref:
+    if ref := results.get("reference"):
         axes[1].axhline(ref["dlr"], color="C3", lw=0.8, ls=":", label="random features")
         axes[1].legend(fontsize=8)
     axes[1].set_ylim(0, max(0.3, axes[1].get_ylim()[1]))
@@ -191,4 +185,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
     axes[2].axvline(10, color="grey", lw=0.8, ls=":")
     axes[2].set(xlabel="feature k", ylabel="ρ_k / ρ_1", title=f"intensity (seed {first})")
     axes[2].legend(fontsize=8)
-    return [save_figure(fig, Path(run_dir) / "weight_decay.png")]
+    return [io.save_figure(fig, Path(run_dir) / "weight_decay.png")]

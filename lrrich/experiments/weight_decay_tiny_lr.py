@@ -29,6 +29,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from lrrich import io
 from lrrich.claims import All, Below, Claim, Less, Value, measured, rf_reference
 from lrrich.experiments import _data, _measure, _presets, _seeds
 
@@ -215,37 +216,31 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     dlr_fields = ("dlr_init", "dlr_last_defined", "dlr_f64_final")
     ref = rf_reference(n_eval, config.width, data.num_classes)
     shrink = config.lr * config.weight_decay * steps
-    deviations = [
-        f"weight decay {config.weight_decay:g}, lr {config.lr:g} (ηλT = {shrink:.2f}): D's "
-        "values are not legible, the shrinkage is a choice",
-        f"{data.name} ({len(data.x_train):,} training images), not all of MNIST",
-    ]
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations.append(
+        f"weight decay {config.weight_decay:g}, lr {config.lr:g} (ηλT = "
+        f"{shrink:.2f}): D's values are not legible, the shrinkage is a choice"
+    )
+    if config.dataset != "mnist":
+        deviations.append(f"{data.name} ({len(data.x_train):,} training images), not all of MNIST")
     return measured(
-        {f: [s[f] for s in per_seed] for f in fields},
-        seeds=[s["seed"] for s in per_seed],
+        {f: [s[f] for s in per_seed] for f in fields}, seeds=[s["seed"] for s in per_seed],
         dataset=f"{data.name} ({len(data.x_train):,} train / {n_eval:,} test images measured)",
         scale=f"MLP 784-{config.width}x{config.depth}-10, SGD lr {config.lr:g}, wd "
         f"{config.weight_decay:g}, {steps} steps",
         baseline={f: [s["init_fitted_dlr"] for s in per_seed] for f in dlr_fields},
-        reference={f: ref for f in dlr_fields},
-        deviations=deviations if config.dataset != "mnist" else deviations[:1],
-    )
+        reference={f: ref for f in dlr_fields}, deviations=deviations,
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
     """``measures_vs_step.png``: each measure vs step, float32 and float64 forward passes."""
     import matplotlib.pyplot as plt
 
-    from lrrich.io import save_figure
-
     c = results["curves"]
-    panels = {  # title: the solid and the dashed curve
-        "D_LR (↑ lazier)": ("dlr", "dlr_f64"),
-        "S_init = 1 − CKA(K₀, K)": ("s_init", "s_init_f64"),
-        "‖θ‖² / ‖θ₀‖²": ("param_norm_ratio", "param_norm_ratio_f64"),
-        "NC1": ("nc1", "nc1_f64"),
-        "accuracy": ("train_acc", "acc"),
-    }
+    titles = ("D_LR (↑ lazier)", "S_init = 1 − CKA(K₀, K)", "‖θ‖² / ‖θ₀‖²", "NC1")
+    panels = {t: (m, f"{m}_f64") for t, m in zip(titles, MEASURES, strict=True)}  # solid, dashed
+    panels["accuracy"] = ("train_acc", "acc")
     fig, axes = plt.subplots(1, len(panels), figsize=(17, 3.3))
     for ax, (title, (solid, dashed)) in zip(axes, panels.items(), strict=True):
         acc = solid == "train_acc"
@@ -256,4 +251,4 @@ def plot(results: dict, run_dir: Path) -> list[Path]:
         ax.legend(fontsize=7)
     axes[-1].set_ylim(0, 1)
     fig.suptitle("large weight decay + tiny learning rate: shrinkage without learning", fontsize=9)
-    return [save_figure(fig, run_dir / "measures_vs_step.png")]
+    return [io.save_figure(fig, run_dir / "measures_vs_step.png")]
