@@ -21,7 +21,7 @@ import metrics
 from nets.config import TrainConfig
 from nets.data.base import Dataset, validate
 from nets.losses import accuracy
-from nets.step import Program, TrainState, build, forward, loss_value
+from nets.step import Program, TrainState, build, forward, loss_value, over_runs
 from nets.xla_cpu import program_jit
 
 EVAL_CHUNK = 1024  # rows per forward call: bounds activation memory of the conv nets
@@ -162,27 +162,35 @@ def _each_run(fn, args):
     return jax.vmap(fn)(args) if batched_log_points() else jax.lax.map(fn, args)
 
 
-@program_jit(static_argnums=(0, 5, 6, 7))
-def log_values_many(program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None):
+@program_jit(static_argnums=(0, 5, 6, 7, 9))
+def log_values_many(
+    program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None, mesh=None
+):
     """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
 
     The forward passes, losses and accuracies of the R runs are one ``vmap`` (batched GEMMs);
     the metrics (D_LR's QR and SVD) are batched on an accelerator and run one run after another
-    on the CPU (:func:`batched_log_points`).
+    on the CPU (:func:`batched_log_points`). With a runs ``mesh``
+    (:func:`nets.step.runs_mesh`) each device evaluates its share of the runs.
 
     Returns:
       the dict of :func:`log_values` with a leading axis R on every entry.
     """
-    feats, frozen = (None, None) if known is None else known
 
-    def forward(state, hp, f):
-        return _forward_splits(program, state, hp, fit, held, chunk, f)
+    def local(states, hps, fit, held, known):
+        feats, frozen = (None, None) if known is None else known
 
-    passes = jax.vmap(forward)(states, hps, feats)
-    out = jax.vmap(lambda p, hp: _loss_values(program, p, fit, held, hp))(passes, hps)
-    return out | _each_run(
-        lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
-    )
+        def forward(state, hp, f):
+            return _forward_splits(program, state, hp, fit, held, chunk, f)
+
+        passes = jax.vmap(forward)(states, hps, feats)
+        out = jax.vmap(lambda p, hp: _loss_values(program, p, fit, held, hp))(passes, hps)
+        return out | _each_run(
+            lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
+        )
+
+    split = over_runs(local, mesh, (True, True, False, False, True))
+    return split(states, hps, fit, held, known)
 
 
 def _freeze(program, state, hp, x_fit, x_held, chunk):
@@ -195,10 +203,15 @@ def _freeze(program, state, hp, x_fit, x_held, chunk):
 freeze = program_jit(_freeze, static_argnums=(0, 5))
 
 
-@program_jit(static_argnums=(0, 5))
-def freeze_many(program, states, hps, x_fit, x_held, chunk):
-    """:func:`freeze` of R runs stacked along axis 0 (batched or looped, as :func:`log_values_many`)."""
-    return _each_run(lambda a: _freeze(program, *a, x_fit, x_held, chunk), (states, hps))
+@program_jit(static_argnums=(0, 5, 6))
+def freeze_many(program, states, hps, x_fit, x_held, chunk, mesh=None):
+    """:func:`freeze` of R runs stacked along axis 0 (batched or looped and split over a runs
+    ``mesh``, as :func:`log_values_many`)."""
+
+    def local(states, hps, x_fit, x_held):
+        return _each_run(lambda a: _freeze(program, *a, x_fit, x_held, chunk), (states, hps))
+
+    return over_runs(local, mesh, (True, True, False, False))(states, hps, x_fit, x_held)
 
 
 @program_jit(static_argnums=(0, 4))

@@ -2,9 +2,10 @@
 
 :func:`fit` is the loop; :func:`train` is its one-run case (optionally sharded over devices,
 checkpointed, resumed) and :func:`nets.sweep.train_many` its stacked case (R runs of one
-architecture as one ``jax.vmap``-ed program). The compiled work is :func:`nets.step.run` (a
-``lax.scan`` of the pure step over minibatches gathered on device from a per-epoch permutation)
-and :func:`nets.evaluate.log_values` (a whole log point on device); the loop only decides when to
+architecture as one ``jax.vmap``-ed program, split over several devices when there are).
+The compiled work is :func:`nets.step.advance` (an on-device loop of the pure step over
+minibatches gathered on device from a per-epoch permutation) and
+:func:`nets.evaluate.log_values` (a whole log point on device); the loop only decides when to
 call them, so Python runs at log and checkpoint points only.
 
 The call chain from :func:`train` to the step::
@@ -12,10 +13,11 @@ The call chain from :func:`train` to the step::
     train(model, ...)              one run; train_many (nets.sweep) passes R runs
     └─ fit(models, ...)            checks, builds the runs (nets.step.build / build_many), folders
        └─ _loop(runs, ...)         per epoch: one permutation; per stop: log, checkpoint, divergence
-          └─ Runs.advance          one compiled scan per chunk of steps:
+          └─ Runs.advance          one dispatch per stop (the steps up to the next one)
              └─ nets.step.advance  the one compiled entry; mode "one" (one run), "vmap" (R runs
-                │                  as one jax.vmap) or "map" (R runs one after another)
-                └─ nets.step.run → run_batches (lax.scan) → nets.step.step
+                │                  as one jax.vmap) or "map" (R runs one after another), each
+                │                  device of a runs mesh taking its share of the R runs
+                └─ fori_loop over the stop's steps (a traced count) → nets.step.step
 
 Randomness is a pure function of ``key`` and the step: the data order of epoch e uses
 ``fold_in(data_key, e)``, the augmentation of step s ``fold_in(aug_key, s)``; dropout draws from
@@ -63,6 +65,7 @@ from nets.evaluate import (
 )
 from nets.history import History, JsonlLog, TrainingDiverged
 from nets.step import (
+    RUNS_AXIS,
     Program,
     TrainState,
     advance,
@@ -72,6 +75,7 @@ from nets.step import (
     forward,
     learning_rate,
     learning_rate_jit,
+    runs_mesh,
 )
 from nets.xla_cpu import one_blas_thread
 
@@ -235,6 +239,8 @@ class Runs:
       vectorize: stacked runs train as a ``jax.vmap`` of the step (mode ``"vmap"`` of
         :func:`nets.step.advance`), else one after another in the program (``"map"``, bitwise
         = train on the CPU).
+      mesh: the :func:`nets.step.runs_mesh` that stacked runs are split over (each device
+        trains its share), or None (one device).
     """
 
     program: Program
@@ -246,6 +252,8 @@ class Runs:
     stacked: bool
     idx_sharding: jax.sharding.NamedSharding | None = None
     vectorize: bool = True
+    mesh: jax.sharding.Mesh | None = None
+    _placed: tuple | None = dataclasses.field(default=None, repr=False)
 
     @property
     def size(self) -> int:
@@ -260,22 +268,36 @@ class Runs:
             order = jax.device_put(order, self.idx_sharding)
         return order
 
-    def advance(self, x, y, order: jax.Array, j: int, length: int) -> jax.Array:
-        """``length`` steps from position ``j`` of the epoch; returns the (R, length) losses."""
+    def advance(self, x, y, order: jax.Array, j: int, count: int, length: int) -> jax.Array:
+        """``count`` ≤ ``length`` steps from position ``j`` of the epoch, one dispatch; returns
+        the (R, length) losses on device (NaN from ``count`` on)."""
         mode = ("vmap" if self.vectorize else "map") if self.stacked else "one"
         self.state, losses = advance(
             self.program, self.state, x, y, order, j, self.aug_keys, self.hp,
-            length=length, mode=mode,
+            length=length, mode=mode, mesh=self.mesh, count=count,
         )  # fmt: skip
         return losses if self.stacked else losses[None]
 
     def run(self, i: int) -> tuple[TrainState, HParams]:
-        """The state and hyper-parameters of run i."""
-        return (
-            (_unstack(self.state, i), _unstack(self.hp, i))
-            if self.stacked
-            else (self.state, self.hp)
-        )
+        """The state and hyper-parameters of run i (on the first device when split over a mesh)."""
+        if not self.stacked:
+            return self.state, self.hp
+        return self._gathered(_unstack(self.state, i), _unstack(self.hp, i))
+
+    def _shared(self, subsets: tuple) -> tuple:
+        """The fixed log subsets replicated over the runs mesh (once per fit), else as given."""
+        if self.mesh is None:
+            return subsets
+        if self._placed is None or self._placed[0] is not subsets:
+            whole = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
+            self._placed = (subsets, jax.device_put(subsets, whole))
+        return self._placed[1]
+
+    def _gathered(self, *trees):
+        """``trees`` on one device: the first of the runs mesh, if the runs are split over one."""
+        if self.mesh is None:
+            return trees
+        return jax.device_put(trees, self.mesh.devices.flat[0])
 
     def model(self, i: int) -> nnx.Module:
         """Run i's model, in evaluation mode."""
@@ -286,7 +308,8 @@ class Runs:
         """Every run's model, in evaluation mode."""
         if not self.stacked:
             return [self.model(0)]
-        states = _unstack_all((self.state.trainable, self.state.rest))
+        (stacked,) = self._gathered((self.state.trainable, self.state.rest))
+        states = _unstack_all(stacked)
         return [nnx.merge(self.program.graphdef_eval, t, r) for t, r in states]
 
     def learning_rates(self, step: int) -> np.ndarray:
@@ -297,15 +320,18 @@ class Runs:
 
     def freeze(self, subsets, chunk: int):
         """Features and frozen Gram statistics of the fit/eval subsets (see :func:`freeze`)."""
-        f = freeze_many if self.stacked else freeze
-        return f(self.program, self.state, self.hp, subsets[0][0], subsets[1][0], chunk)
+        if self.stacked:
+            (fit_x, _), (held_x, _) = self._shared(subsets)
+            return freeze_many(self.program, self.state, self.hp, fit_x, held_x, chunk, self.mesh)
+        return freeze(self.program, self.state, self.hp, subsets[0][0], subsets[1][0], chunk)
 
     def log_values(self, subsets, traced, chunk: int, splits, known) -> dict[str, np.ndarray]:
         """One log point of every run on the host: ``{key: (R,) values}``."""
         if self.stacked:
             out = log_values_many(
-                self.program, self.state, self.hp, *subsets, traced, chunk, splits, known
-            )
+                self.program, self.state, self.hp, *self._shared(subsets), traced, chunk, splits,
+                known, self.mesh,
+            )  # fmt: skip
             return jax.device_get(out)
         feats, frozen = (None, None) if known is None else known
         out = log_values(
@@ -348,8 +374,11 @@ def _mismatch(program: Program, other: Program, i: int) -> str:
     return f"run {i} differs from run 0 ({other} vs {program})"
 
 
-def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) -> tuple[Runs, int]:
-    """The :class:`Runs` of ``models`` and their steps per epoch (checks that they fit together)."""
+def _build_runs(
+    models, data: Dataset, configs, keys, *, stacked: bool, mesh, devices=None
+) -> tuple[Runs, int]:
+    """The :class:`Runs` of ``models`` and their steps per epoch (checks that they fit together);
+    stacked runs are split over the :func:`~nets.step.runs_mesh` of ``devices``."""
     if not stacked and len(models) != 1:
         raise ValueError(f"an unstacked fit trains one run, got {len(models)}")
     validate(checks.check_dataset(data))
@@ -378,7 +407,11 @@ def _build_runs(models, data: Dataset, configs, keys, *, stacked: bool, mesh) ->
         raise ValueError(_mismatch(program, build(models[bad], configs[bad], **clock)[0], bad))
     checks.check_output_width(program, *_run_shapes((state, hp)), data)
     keys = _split_keys(jnp.stack(keys))
-    return Runs(program, state, hp, keys[:, 0], keys[:, 1], tuple(configs), True), spe
+    split = runs_mesh(len(models), devices)
+    if split is not None:
+        over = jax.sharding.NamedSharding(split, jax.sharding.PartitionSpec(RUNS_AXIS))
+        state, hp, keys = jax.device_put((state, hp, keys), over)
+    return Runs(program, state, hp, keys[:, 0], keys[:, 1], tuple(configs), True, mesh=split), spe
 
 
 _split_keys = jax.jit(jax.vmap(jax.random.split))  # R data/augmentation key pairs, one dispatch
@@ -483,13 +516,11 @@ class _Clock:
             stop = min(stop, (step // self.checkpoint_every + 1) * self.checkpoint_every)
         return stop
 
-    def lengths(self, count: int) -> list[int]:
-        """Scan lengths covering ``count`` steps: one compiled length for the whole run (every
-        event is a multiple of it) plus a binary decomposition of the rest."""
-        unit = math.gcd(self.steps_per_epoch, self.log_every, self.checkpoint_every)
-        rest = count % unit
-        return [unit] * (count // unit) + [1 << b for b in reversed(range(rest.bit_length()))
-                                           if rest >> b & 1]  # fmt: skip
+    @property
+    def chunk(self) -> int:
+        """The most steps between two stops: the static length of the one compiled step loop."""
+        periods = (self.steps_per_epoch, self.log_every, self.checkpoint_every or self.total)
+        return min(*periods, self.total)
 
 
 # Initialisations assume inputs of order 1 (LeCun/He scaling); inputs beyond this overflow the
@@ -546,11 +577,9 @@ def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, ba
         if epoch != perm_epoch:  # one permutation per epoch, however many stops it has
             perm_epoch, perm = epoch, runs.order(epoch, clock.n, clock.steps_per_epoch, clock.batch)
         t0 = time.perf_counter()
-        chunks = []
-        for length in clock.lengths(clock.next_stop(step) - step):
-            chunks.append(runs.advance(x, y, perm, j, length))
-            j, step = j + length, step + length
-        losses = np.concatenate([np.asarray(c) for c in chunks], axis=1)
+        count = clock.next_stop(step) - step
+        losses = np.asarray(runs.advance(x, y, perm, j, count, clock.chunk))[:, :count]
+        step += count
         dt = (time.perf_counter() - t0) / R  # each run's share of the program
         for h in histories:
             if first:
@@ -663,6 +692,7 @@ def fit(
     mesh: jax.sharding.Mesh | None = None,
     progress: bool = False,
     vectorize: bool = True,
+    devices: int | None = None,
 ) -> tuple[list[nnx.Module], list[History]]:
     """Train R runs of one program with one loop (the engine of :func:`train` and ``train_many``).
 
@@ -679,6 +709,8 @@ def fit(
         so run i equals its own :func:`train` to round-off only); False: one after another in
         the same program (``lax.map``): run i equals its own :func:`train` bitwise on the CPU
         (to round-off on a GPU: :data:`nets.step.MODES`).
+      devices: split stacked runs over at most this many local devices (default: all), each
+        training its share (:func:`nets.step.runs_mesh`); each run's arithmetic is unchanged.
 
     Returns:
       (R trained models in eval mode, R :class:`History`; times are each run's share, 1/R, of
@@ -689,7 +721,9 @@ def fit(
         models, data, configs, keys, run_dirs, stacked, checkpoint=bool(checkpoint_every or resume)
     )
     metric_splits = check_metric_splits(metric_splits)
-    runs, spe = _build_runs(models, data, configs, keys, stacked=stacked, mesh=mesh)
+    runs, spe = _build_runs(
+        models, data, configs, keys, stacked=stacked, mesh=mesh, devices=devices
+    )
     runs.vectorize = vectorize
     total = runs.program.total_steps
     log_every = int(default_log_every(spe, total) if log_every is None else log_every)
@@ -699,6 +733,10 @@ def fit(
     if mesh is not None:
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         x, y, runs.state = jax.device_put((x, y, runs.state), replicated)
+    elif runs.mesh is not None:  # every device of the runs mesh holds the training set
+        x, y = jax.device_put(
+            (x, y), jax.sharding.NamedSharding(runs.mesh, jax.sharding.PartitionSpec())
+        )
     start, ckpt, histories, logs = _open_run_dirs(
         runs, run_dirs, models, data, keys, checkpoint_every=checkpoint_every, resume=resume
     )

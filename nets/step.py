@@ -428,19 +428,90 @@ learning_rate_jit = jax.jit(learning_rate, static_argnums=0)  # one dispatch per
 MODES = ("one", "vmap", "map")
 
 
-def _advance(program, state, x, y, order, start, aug_keys, hp, length, mode):
-    if mode == "one":
-        idx = jax.lax.dynamic_slice_in_dim(order, start, length, axis=0)
-        return run(program, state, x, y, idx, aug_keys, hp)
-    idx = jax.lax.dynamic_slice_in_dim(order, start, length, axis=1)
-    if mode == "vmap":
-        return jax.vmap(run, in_axes=(None, 0, None, None, 0, 0, 0))(
-            program, state, x, y, idx, aug_keys, hp
+#: The mesh axis that stacked runs are split over (:func:`runs_mesh`).
+RUNS_AXIS = "runs"
+
+
+def runs_mesh(runs: int, devices: int | None = None) -> jax.sharding.Mesh | None:
+    """The 1-D mesh (axis :data:`RUNS_AXIS`) that ``runs`` stacked runs are split over, or None.
+
+    Each of d devices trains R/d of the runs, d the largest divisor of R not above ``devices``
+    (default: every local device of the default backend), so no device idles on padding runs.
+    None when d = 1 (one device, or R = 1). On a CPU, jax shows one device unless
+    ``jax_num_cpu_devices`` (or ``XLA_FLAGS=--xla_force_host_platform_device_count``) is set before
+    the backend starts; entry points such as ``lrrich sweep --vmap`` set it to the core count.
+
+    Args:
+      runs: R ≥ 1, the number of stacked runs.
+      devices: at most this many local devices (≥ 1), or None for all.
+    """
+    available = jax.local_device_count()
+    if devices is None:
+        devices = available
+    if isinstance(devices, bool) or not isinstance(devices, int | np.integer) or devices < 1:
+        raise ValueError(f"devices must be a positive int or None, got {devices!r}")
+    if devices > available:
+        raise ValueError(
+            f"devices={devices} but jax sees {available} local device(s): {jax.local_devices()}"
         )
-    return jax.lax.map(lambda a: run(program, a[0], x, y, *a[1:]), (state, idx, aug_keys, hp))
+    d = max(k for k in range(1, min(devices, runs) + 1) if runs % k == 0)
+    if d == 1:
+        return None
+    auto = (jax.sharding.AxisType.Auto,)
+    return jax.sharding.Mesh(np.array(jax.local_devices()[:d]), (RUNS_AXIS,), axis_types=auto)
 
 
-_advance_jit = xla_cpu.program_jit(_advance, static_argnums=(0, 8, 9), donate_argnums=1)
+def over_runs(fn: Callable, mesh: jax.sharding.Mesh | None, stacked: tuple[bool, ...]) -> Callable:
+    """``fn`` with its stacked arguments split over ``mesh``'s devices (``fn`` itself if None).
+
+    Each device applies ``fn`` to its share of the runs (``jax.shard_map``); the arguments
+    flagged False in ``stacked`` are replicated, and every output is stacked along axis 0.
+    """
+    if mesh is None:
+        return fn
+    runs, whole = jax.sharding.PartitionSpec(RUNS_AXIS), jax.sharding.PartitionSpec()
+    specs = tuple(runs if s else whole for s in stacked)
+    return jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=runs, check_vma=False)
+
+
+def _steps(program, state, x, y, order, start, count, aug_key, hp, length):
+    """Steps ``start, …, start + count − 1`` of one run's epoch ``order``: a loop of ``count``
+    (traced, ≤ ``length``) :func:`step` calls; losses (length,), NaN past ``count``."""
+
+    def body(i, carry):
+        st, losses = carry
+        idx = jax.lax.dynamic_index_in_dim(order, start + i, keepdims=False)
+        batch = Batch(x[idx], y[idx], jax.random.fold_in(aug_key, st.step))
+        st, loss = step(program, st, batch, hp)
+        return st, losses.at[i].set(loss)
+
+    loss = jax.eval_shape(
+        lambda: step(program, state, Batch(x[order[0]], y[order[0]], aug_key), hp)
+    )
+    losses = jnp.full((length,), jnp.nan, loss[1].dtype)
+    return jax.lax.fori_loop(0, count, body, (state, losses))
+
+
+def _advance(program, state, x, y, order, start, count, aug_keys, hp, length, mode, mesh=None):
+    if mesh is not None:  # each device steps its share of the runs
+
+        def local(state, x, y, order, start, count, aug_keys, hp):
+            return _advance(program, state, x, y, order, start, count, aug_keys, hp, length, mode)
+
+        split = over_runs(local, mesh, (True, False, False, True, False, False, True, True))
+        return split(state, x, y, order, start, count, aug_keys, hp)
+
+    def one(state, order, aug_key, hp):
+        return _steps(program, state, x, y, order, start, count, aug_key, hp, length)
+
+    if mode == "one":
+        return one(state, order, aug_keys, hp)
+    if mode == "vmap":
+        return jax.vmap(one)(state, order, aug_keys, hp)
+    return jax.lax.map(lambda a: one(*a), (state, order, aug_keys, hp))
+
+
+_advance_jit = xla_cpu.program_jit(_advance, static_argnums=(0, 9, 10, 11), donate_argnums=1)
 
 
 def advance(
@@ -455,13 +526,15 @@ def advance(
     *,
     length: int,
     mode: str = "one",
+    mesh: jax.sharding.Mesh | None = None,
+    count: int | None = None,
 ) -> tuple[TrainState, jax.Array]:
-    """The one compiled entry of training: ``length`` steps from position ``start`` of an epoch.
+    """The one compiled entry of training: ``count`` steps from position ``start`` of an epoch.
 
-    Steps j = start, …, start + length − 1 train on minibatch ``order[j]`` (:func:`run`); the
-    slice is taken on device, so a chunk of steps is one dispatch. ``program``, ``length`` and
-    ``mode`` are static (one compilation per chunk length), ``start`` is traced, and ``state`` is
-    donated.
+    Steps j = start, …, start + count − 1 train on minibatch ``order[j]`` (:func:`step`), in one
+    on-device loop, so a chunk of steps is one dispatch. ``program``, ``length`` (the most steps
+    a call takes) and ``mode`` are static: one compilation serves every chunk of at most
+    ``length`` steps. ``start`` and ``count`` are traced, and ``state`` is donated.
 
     Args:
       program: the static half; state: :class:`TrainState`, stacked along axis 0 (R runs)
@@ -470,14 +543,31 @@ def advance(
         stacked (:func:`epoch_order`); start: () int position in the epoch.
       aug_keys: the augmentation key(s), (R,) stacked; hp: :class:`~nets.config.HParams`,
         stacked like ``state``.
-      length: steps in the chunk; mode: one of :data:`MODES`.
+      length: the static bound on ``count``; mode: one of :data:`MODES`.
+      mesh: for stacked modes, a :func:`runs_mesh` whose devices each step their share of the
+        runs (state, order, keys and hp split along axis 0 over it, x and y replicated), or
+        None for one device.
+      count: steps to take, 0 ≤ count ≤ length and start + count ≤ steps_per_epoch (default:
+        ``length``).
 
     Returns:
-      (state after ``length`` steps, losses (length,), or (R, length) stacked).
+      (state after ``count`` steps, losses (length,), or (R, length) stacked; the entries from
+      ``count`` on are NaN).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return _advance_jit(program, state, x, y, order, start, aug_keys, hp, length, mode)
+    if mesh is not None and mode == "one":
+        raise ValueError("mode 'one' trains one run; a runs mesh splits stacked runs")
+    count = length if count is None else count
+    spe = order.shape[-2]
+    if all(isinstance(v, int | np.integer) for v in (start, count)):
+        if not (0 <= count <= length and 0 <= start and start + count <= spe):
+            raise ValueError(
+                f"steps {start}…{start + count - 1} (count={count}, length={length}) do not lie "
+                f"in the epoch's {spe} minibatches with count ≤ length"
+            )
+    args = (program, state, x, y, order, start, count, aug_keys, hp, length, mode, mesh)
+    return _advance_jit(*args)
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3))

@@ -37,6 +37,7 @@ def train_many(
     metric_splits: Sequence[str] = SPLITS,
     progress: bool = False,
     vectorize: bool = True,
+    devices: int | None = None,
 ) -> tuple[list[nnx.Module], list[History]]:
     """Train R runs at once: run i is ``train(models[i], data, configs[i], key=keys[i])``.
 
@@ -53,6 +54,10 @@ def train_many(
         equals its ``train`` up to float32 reassociation) or one after another inside the same
         program (``lax.map``; run i equals its ``train`` bitwise on the CPU, and there it is the faster
         choice for wide layers, e.g. 784-256×3 MLPs).
+      devices: split the runs over at most this many local devices, each training its share
+        as one program (default: all; :func:`nets.step.runs_mesh` picks the largest count that
+        divides R). On a CPU jax shows one device unless ``jax_num_cpu_devices`` is set before
+        it starts (then each device is a core's worth of work).
 
     Returns:
       (R trained models in eval mode, R :class:`History`; their times are each run's share,
@@ -77,4 +82,5 @@ def train_many(
     return fit(
         models, data, configs, keys, stacked=True, log_every=log_every, eval_size=eval_size,
         metrics=metrics, metric_splits=metric_splits, progress=progress, vectorize=vectorize,
+        devices=devices,
     )  # fmt: skip

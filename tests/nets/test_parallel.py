@@ -57,3 +57,54 @@ def test_vmapped_seeds_match_separate_runs():
         ):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(finals["test_loss"][i], hist.final["test_loss"], rtol=1e-4)
+
+
+def test_stacked_runs_split_over_devices_equal_one_device():
+    """train_many over a runs mesh of forced host devices: each run's arithmetic is unchanged
+    (bitwise on the CPU, vmapped or not), logs and models come back whole, and the mesh takes
+    the largest device count that divides R."""
+    script = textwrap.dedent("""
+        import dataclasses, jax, numpy as np
+        from flax import nnx
+        from nets import MLP, TrainConfig, load_digits, train_many
+        from nets.step import runs_mesh
+        assert jax.local_device_count() == 4
+        assert runs_mesh(8).devices.size == 4 and runs_mesh(6).devices.size == 3
+        assert runs_mesh(6, 2).devices.size == 2
+        assert runs_mesh(5) is None and runs_mesh(1) is None and runs_mesh(8, 1) is None
+        for bad in (0, 5, 1.5, True):
+            try:
+                runs_mesh(4, bad)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(bad)
+        d = load_digits()
+        base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=2)
+        cfgs = [dataclasses.replace(base, lr=0.02 * (i + 1)) for i in range(6)]
+        keys = [jax.random.key(i) for i in range(6)]
+        def run(devices, vectorize):
+            models = [MLP(64, (8,), 10, rngs=nnx.Rngs(i)) for i in range(6)]
+            out, hists = train_many(models, d, cfgs, keys, devices=devices,
+                                    vectorize=vectorize, log_every=7)
+            leaves = [np.asarray(a) for m in out for a in jax.tree.leaves(nnx.state(m))]
+            places = {a.device for m in out for a in jax.tree.leaves(nnx.state(m))}
+            assert len(places) == 1, places
+            recs = [{k: v for k, v in r.items() if not k.endswith("_time")}
+                    for h in hists for r in h.records]
+            return leaves, recs
+        for vectorize in (True, False):
+            one, split = run(1, vectorize), run(None, vectorize)
+            assert all(np.array_equal(a, b) for a, b in zip(one[0], split[0], strict=True))
+            assert [sorted(r) for r in one[1]] == [sorted(r) for r in split[1]]
+            for a, b in zip(one[1], split[1]):  # log points: a vmap over fewer runs, round-off
+                np.testing.assert_allclose([a[k] for k in sorted(a)], [b[k] for k in sorted(a)],
+                                           rtol=1e-6)
+        print("OK")
+    """)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert "OK" in proc.stdout.decode()

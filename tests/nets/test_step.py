@@ -382,3 +382,55 @@ def test_advance_refuses_an_unknown_mode(small):
     with pytest.raises(ValueError, match="mode must be one of"):
         advance(program, state, small.x_train, small.y_train, order, 0, jax.random.key(1), hp,
                 length=1, mode="pmap")  # fmt: skip
+
+
+def test_advance_takes_a_traced_count_of_steps_in_one_compiled_loop(small):
+    """``count`` ≤ ``length`` steps equal ``count`` steps of :func:`nets.step.run` on the same
+    slice of the epoch (bitwise on the CPU), the losses past ``count`` are NaN, one compilation
+    serves every count, and counts outside the epoch are refused."""
+    from nets.step import advance, build, epoch_order, run
+
+    def fresh():
+        return build(
+            MLP(64, (8,), 10, rngs=nnx.Rngs(0)), TrainConfig(lr=0.1, momentum=0.9),
+            num_classes=10, steps_per_epoch=6, total_steps=12,
+        )  # fmt: skip
+
+    x, y = jnp.asarray(small.x_train), jnp.asarray(small.y_train)
+    order, aug = epoch_order(jax.random.key(0), len(x), 6, 16), jax.random.key(1)
+    program, state, hp = fresh()
+    _COMPILES.count = 0
+    try:
+        for start, count in ((0, 1), (1, 3), (4, 2)):
+            _COMPILES.active = start > 0  # the first call compiles
+            state, losses = advance(program, state, x, y, order, start, aug, hp, length=4,
+                                    count=count)  # fmt: skip
+            losses = np.asarray(losses)
+            assert losses.shape == (4,) and np.isnan(losses[count:]).all()
+            assert np.isfinite(losses[:count]).all()
+    finally:
+        _COMPILES.active = False
+    assert _COMPILES.count == 0, f"another count compiled {_COMPILES.count} programs"
+    # the same six steps as one scan of nets.step.run
+    _, ref, _ = fresh()
+    ref, ref_losses = run(program, ref, x, y, order, aug, hp)
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(ref), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for start, count in ((0, 5), (5, 2), (-1, 1)):
+        with pytest.raises(ValueError, match="do not lie in the epoch"):
+            advance(program, state, x, y, order, start, aug, hp, length=4, count=count)
+
+
+def test_where_a_run_stops_does_not_change_its_training(small):
+    """Log points every 5 steps (co-prime with the 24 steps of an epoch), every epoch or only at
+    the end split the same steps into other chunks: the final parameters are bitwise equal."""
+    cfg = TrainConfig(lr=0.1, momentum=0.9, batch_size=16, epochs=3)
+    finals = []
+    for every in (5, 24, 72):
+        model, hist = train(MLP(64, (8,), 10, rngs=nnx.Rngs(0)), small, cfg,
+                            key=jax.random.key(2), log_every=every, metrics={}, progress=False)  # fmt: skip
+        finals.append([np.asarray(a) for a in jax.tree.leaves(nnx.state(model))])
+        assert hist.records[-1]["step"] == 72
+    for other in finals[1:]:
+        for a, b in zip(finals[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
