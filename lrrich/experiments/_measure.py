@@ -59,35 +59,25 @@ def measure(model, data, output_scale: float) -> dict:
 
     phi_tr, out_tr = forward(model, data.x_train, output_scale)
     phi_te, out_te = forward(model, data.x_test, output_scale)
-    res = {
-        "train_acc": float(np.mean(out_tr.argmax(1) == data.y_train)),
-        "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
-        "dlr_train": safe_dlr(phi_tr, out_tr),
-        "dlr": safe_dlr(phi_te, out_te),
-        "n_features": int(phi_tr.shape[1]),
-    }
+    res = {"train_acc": float(np.mean(out_tr.argmax(1) == data.y_train)),
+           "test_acc": float(np.mean(out_te.argmax(1) == data.y_test)),
+           "dlr_train": safe_dlr(phi_tr, out_tr), "dlr": safe_dlr(phi_te, out_te),
+           "n_features": int(phi_tr.shape[1])}  # fmt: skip
     if phi_tr.shape[0] >= phi_tr.shape[1] and np.isfinite(res["dlr"]):
         targets = np.eye(data.num_classes, dtype=phi_te.dtype)[data.y_test]
         fd = feature_decomposition(phi_tr, phi_te, out_te, targets)
-        res.update(
-            d_eff_rho=float(fd.d_eff_rho_adjusted),
-            d_eff_util=float(fd.d_eff_utilization),
-            d_eff_quality=float(fd.d_eff_quality),
-            e1_constant_overlap=float(fd.e1_constant_overlap),
-            decomposition=decomposition(fd),
-        )
+        res.update(d_eff_rho=float(fd.d_eff_rho_adjusted), d_eff_util=float(fd.d_eff_utilization),
+                   d_eff_quality=float(fd.d_eff_quality),
+                   e1_constant_overlap=float(fd.e1_constant_overlap),
+                   decomposition=decomposition(fd))  # fmt: skip
     return res
 
 
 def decomposition(fd) -> dict:
     """The curves Π*(k), Π̂(k), ρ_k/ρ_1 and the D_LR of a :func:`metrics.feature_decomposition`,
     as JSON lists (what :func:`metrics.plot_feature_decomposition` draws)."""
-    return {
-        "cum_quality": np.asarray(fd.cum_quality).tolist(),
-        "cum_utilization": np.asarray(fd.cum_utilization).tolist(),
-        "relative_intensity": np.asarray(fd.relative_intensity).tolist(),
-        "dlr": float(fd.dlr),
-    }
+    curves = ("cum_quality", "cum_utilization", "relative_intensity")
+    return {**{k: np.asarray(getattr(fd, k)).tolist() for k in curves}, "dlr": float(fd.dlr)}
 
 
 def init_baseline(model, data, split: str = "test") -> float:
@@ -121,14 +111,9 @@ def prior_measures(model, model0, x, y, output_scale: float = 1.0) -> dict:
     phi0, _ = forward(model0, x, output_scale)
     norm = float(parameter_norm(nnx.state(model, nnx.Param)))
     norm0 = float(parameter_norm(nnx.state(model0, nnx.Param)))
-    return {
-        "dlr": safe_dlr(phi, out),
-        "s_init": float(feature_kernel_distance(phi0, phi)),
-        "param_norm": norm,
-        "param_norm_ratio": norm / norm0,
-        "nc1": nc1(phi, y, out.shape[1]),
-        "acc": float(np.mean(out.argmax(1) == y)),
-    }
+    return {"dlr": safe_dlr(phi, out), "s_init": float(feature_kernel_distance(phi0, phi)),
+            "param_norm": norm, "param_norm_ratio": norm / norm0, "nc1": nc1(phi, y, out.shape[1]),
+            "acc": float(np.mean(out.argmax(1) == y))}  # fmt: skip
 
 
 def nc1(vectors: np.ndarray, y: np.ndarray, num_classes: int) -> float:

@@ -103,12 +103,8 @@ def seed_mean(results: list[dict], keys=None, *, skip_nan: bool = False) -> dict
     any seed has, but ``seed``); NaN where a seed lacks it or holds None, or with ``skip_nan``
     the mean over the seeds where it is defined (NaN where it is in none)."""
     if keys is None:
-        keys = dict.fromkeys(
-            k
-            for r in results
-            for k, v in r.items()
-            if k != "seed" and isinstance(v, int | float) and not isinstance(v, bool)
-        )
+        number = lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+        keys = dict.fromkeys(k for r in results for k, v in r.items() if k != "seed" and number(v))
     with warnings.catch_warnings():  # skip_nan: a key undefined in every seed is NaN
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean if skip_nan else np.mean
@@ -137,14 +133,11 @@ def claims_record(values: dict, config, data, *, p, baseline, scale: str, deviat
 
     dlr = [f for f in values if f.startswith("dlr")]
     return measured(
-        values,
-        seeds=seed_list(config),
-        dataset=dataset_text(data),
-        scale=scale,
+        values, seeds=seed_list(config), dataset=dataset_text(data), scale=scale,
         baseline={f: of(baseline, f) for f in dlr},
         reference={f: rf_reference(len(data.x_test), of(p, f), data.num_classes) for f in dlr},
         deviations=[*partial_batch_deviation(len(data.x_train), config.batch_size), *deviations],
-    )
+    )  # fmt: skip
 
 
 def train_run(model, data, train_config, config, run_dir: Path, *, seed: int | None = None, **kw):
@@ -204,17 +197,13 @@ def _point_key(net: dict, data, train_config, seed: int, log: dict) -> dict:
     """What a cached point must match: network, seed, data (labels' hash), training, logging."""
     model_kw = {k: v for k, v in net.items() if k not in ("model_name", "width", "depth", "init")}
     return {
-        "model": net["model_name"],
-        "width": net["width"],
-        "depth": net["depth"],
-        "seed": seed,
+        "model": net["model_name"], "width": net["width"], "depth": net["depth"], "seed": seed,
         "init": net.get("init"),
         **{k: v for k, v in model_kw.items() if v is not None},  # e.g. VGG16's head
         # the labels' hash tells shuffled from clean labels and subsets apart
         "data": [data.name, len(data.x_train), hashlib.sha1(data.y_train.tobytes()).hexdigest()],
-        "train": dataclasses.asdict(train_config),
-        **log,
-    }
+        "train": dataclasses.asdict(train_config), **log,
+    }  # fmt: skip
 
 
 def _cached(run_dir: Path, key: dict) -> dict | None:

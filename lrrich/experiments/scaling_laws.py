@@ -136,12 +136,9 @@ def _finite_n(config: Config) -> dict:
     """Fig C.1: the time curve at N = ``c1_N`` with the plain and the corrected law (Eq C.2)."""
     a, S, r0, eta = config.c1_alpha, config.S, config.r0, config.eta
     T = np.logspace(0, 6, 61)
-    return {
-        "T": T,
-        "L": sl.time_curve(T, a, S, r0, eta, n_s=config.c1_N),
-        "law": sl.prefactors(a, S, r0, eta).time * T ** float(sl.exponents(a).time),
-        "corrected": sl.finite_n_time_law(T, a, config.c1_N, S, r0, eta),
-    }
+    return {"T": T, "L": sl.time_curve(T, a, S, r0, eta, n_s=config.c1_N),
+            "law": sl.prefactors(a, S, r0, eta).time * T ** float(sl.exponents(a).time),
+            "corrected": sl.finite_n_time_law(T, a, config.c1_N, S, r0, eta)}  # fmt: skip
 
 
 def _exponent_claim(name: str, resource: str, law: str) -> Claim:
@@ -171,21 +168,16 @@ CLAIMS = (
 def _measured(summary: dict, config: Config) -> dict:
     """The one exact computation the claims read: per law the largest |fitted − theory| over
     the α values, and the Fig C.1 log-errors."""
-
-    def error(name, a):
-        return abs(summary[f"a={a} {name} exponent"] - summary[f"a={a} {name} theory"])
-
+    error = lambda name, a: abs(summary[f"a={a} {name} exponent"] - summary[f"a={a} {name} theory"])
     values = {f"{n}_exponent_error": [max(error(n, a) for a in config.alphas)] for n, _, _ in _LAWS}
     values["c1_plain_log_error"] = [summary["C1 max log-error, plain law"]]
     values["c1_corrected_log_error"] = [summary["C1 max log-error, corrected law"]]
     return measured(
-        values,
-        exact=True,
-        dataset="multilinear skill model, closed form (Hurwitz zeta tail)",
+        values, exact=True, dataset="multilinear skill model, closed form (Hurwitz zeta tail)",
         scale=f"alphas {', '.join(f'{a:g}' for a in config.alphas)}; windows T {config.T_window}, "
         f"D {config.D_window}, N {config.N_window}, C {config.C_window}; Fig C.1: N = "
         f"{config.c1_N:,}, alpha {config.c1_alpha:g}, T from 1e2 to 1e5",
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -93,16 +93,12 @@ def run(config: Config, run_dir: Path) -> dict:
     mean_table = [_seeds.seed_mean(rows) for rows in zip(*tables, strict=True)]
     for i, r in enumerate(mean_table):  # an α fits only if it does in every seed
         r["train_acc"] = min(t[i]["train_acc"] for t in tables)
-    return {
-        "summary": _summary(mean_table, config.alphas) | {"seeds": len(seeds)},
-        "table": tables[0],
-        "tables": tables,
-        "per_seed": [
-            {"seed": s, **_summary(t, config.alphas)} for s, t in zip(seeds, tables, strict=True)
-        ],
-        "histories": histories,
-        "measured": _measured(tables, seeds, config, data),
-    }
+    per_seed = [
+        {"seed": s, **_summary(t, config.alphas)} for s, t in zip(seeds, tables, strict=True)
+    ]
+    return {"summary": _summary(mean_table, config.alphas) | {"seeds": len(seeds)},
+            "table": tables[0], "tables": tables, "per_seed": per_seed, "histories": histories,
+            "measured": _measured(tables, seeds, config, data)}  # fmt: skip
 
 
 def _row(data, model0, model) -> dict:
@@ -113,14 +109,10 @@ def _row(data, model0, model) -> dict:
     return {
         **{k: v for k, v in m.items() if k != "acc"},
         # the NC1 variants the paper's Fig 2(b) could have plotted
-        "nc1_test": m_test["nc1"],
-        "s_init_test": m_test["s_init"],
-        "nc1_outputs": _measure.nc1(out_tr, data.y_train, out_tr.shape[1]),
-        "train_acc": m["acc"],
-        "dlr_test": m_test["dlr"],
-        "test_acc": m_test["acc"],
-        "n_features": int(phi_tr.shape[1]),
-    }
+        "nc1_test": m_test["nc1"], "s_init_test": m_test["s_init"],
+        "nc1_outputs": _measure.nc1(out_tr, data.y_train, out_tr.shape[1]), "train_acc": m["acc"],
+        "dlr_test": m_test["dlr"], "test_acc": m_test["acc"], "n_features": int(phi_tr.shape[1]),
+    }  # fmt: skip
 
 
 def _summary(rows: list[dict], alphas) -> dict:
@@ -211,16 +203,14 @@ def _seed_fields(rows: list[dict], alphas) -> dict:
 def _measured(tables: list[list[dict]], seeds: list[int], config: Config, data) -> dict:
     """The per-seed record the claims read (:func:`lrrich.claims.measured`)."""
     per_seed = [_seed_fields(t, config.alphas) for t in tables]
+    subset = f"the {len(data.x_train):,} images from {data.name}, not the full MNIST"
     return measured(
-        {k: [s[k] for s in per_seed] for k in per_seed[0]},
-        seeds=seeds,
+        {k: [s[k] for s in per_seed] for k in per_seed[0]}, seeds=seeds,
         dataset=_data.dataset_text(data),
         scale=f"MLP 784-{config.width}x{config.depth}-10, {config.optimizer} lr {config.lr:g}, "
         f"{config.epochs} epochs, α {min(config.alphas):g}-{max(config.alphas):g}",
-        deviations=[]
-        if config.dataset == "mnist"
-        else [f"the {len(data.x_train):,} images from {data.name}, not the full MNIST"],
-    )
+        deviations=[] if config.dataset == "mnist" else [subset],
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:
