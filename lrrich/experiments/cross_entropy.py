@@ -117,14 +117,12 @@ def run(config: Config, run_dir: Path) -> dict:
     not_averaged = ("seed", "ce_dlr_by_temperature", "init_fitted_dlr")
     summary = _seeds.seed_mean(per_seed, [k for k in per_seed[0] if k not in not_averaged])
     n_eval = min(config.eval_size, len(data.x_test))
-    return {
-        "summary": summary | {"seeds": len(seeds)},
-        "per_seed": per_seed,
-        "curves": {loss: curves for loss, (curves, _) in runs.items()},
-        "temperatures": list(config.temperatures),
-        "dataset": {"name": data.name, "n_train": len(data.x_train), "n_eval": n_eval},
-        "measured": _measured(per_seed, config, data, n_eval, runs["ce"][0][0]["n_features"]),
-    }
+    p = runs["ce"][0][0]["n_features"]
+    return {"summary": summary | {"seeds": len(seeds)}, "per_seed": per_seed,
+            "curves": {loss: curves for loss, (curves, _) in runs.items()},
+            "temperatures": list(config.temperatures),
+            "dataset": {"name": data.name, "n_train": len(data.x_train), "n_eval": n_eval},
+            "measured": _measured(per_seed, config, data, n_eval, p)}  # fmt: skip
 
 
 def _load(config: Config):

@@ -40,6 +40,7 @@ FIRST_FEATURES = 20
 observe the evolution of the first 20 features'), less the first (≈ constant)."""
 SIGNIFICANCE = 0.05
 """Level of the one-sided Spearman test of each correlation (the conventional 5 %)."""
+_CORRELATIONS = ("end_intensity_quality", "final_intensity_rate", "initial_intensity_rate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,10 +73,8 @@ SCALES = {
 def run(config: Config, run_dir: Path) -> dict:
     """Train one network per seed, decompose it at every log point, follow the features."""
     if config.n_fit < 2 or config.n_eval < 2 or config.log_points < 1:
-        raise ValueError(
-            f"n_fit and n_eval must be ≥ 2 and log_points ≥ 1, got {config.n_fit}, "
-            f"{config.n_eval}, {config.log_points}"
-        )
+        got = f"{config.n_fit}, {config.n_eval}, {config.log_points}"
+        raise ValueError(f"n_fit and n_eval must be ≥ 2 and log_points ≥ 1, got {got}")
     data = _data.load_data(config, config.model)
     tc = _presets.train_config(config, len(data.x_train))
     total = (len(data.x_train) // tc.batch_size) * config.epochs
@@ -87,19 +86,15 @@ def run(config: Config, run_dir: Path) -> dict:
     )  # fmt: skip
     runs = [r["trajectory"] for r in runs]
     stats = [_statistics(r) for r in runs]
-    summary = {
-        "seeds": len(seeds),
-        "n_features": runs[0]["n_features"],
-        "test_acc_final": float(np.mean([r["test_acc"][-1] for r in runs])),
-        "e1_constant_overlap_final": float(np.mean([r["e1_overlap"] for r in runs])),
-    }
-    summary |= _seeds.seed_mean(stats, [k for k in stats[0] if not k.endswith("_p")])
-    return {
-        "summary": summary,
-        "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
-        "trajectories": runs[0],
-        "measured": _measured(stats, seeds, config, len(data.x_train)),
-    }
+    means = _seeds.seed_mean(stats, [k for k in stats[0] if not k.endswith("_p")])
+    summary = {"seeds": len(seeds), "n_features": runs[0]["n_features"],
+               "test_acc_final": float(np.mean([r["test_acc"][-1] for r in runs])),
+               "e1_constant_overlap_final": float(np.mean([r["e1_overlap"] for r in runs])),
+               **means}  # fmt: skip
+    return {"summary": summary,
+            "per_seed": [{"seed": s, **st} for s, st in zip(seeds, stats, strict=True)],
+            "trajectories": runs[0],
+            "measured": _measured(stats, seeds, config, len(data.x_train))}  # fmt: skip
 
 
 def _probe(config: Config, data, total: int, seed: int, model0):
@@ -157,12 +152,8 @@ def _statistics(r: dict) -> dict:
     steps = np.asarray(r["step"], float)
     early = max(int(np.searchsorted(steps, EARLY_FRACTION * steps[-1], side="right")) - 1, 1)
     rate = (q[early] - q[0]) / (steps[early] - steps[0])
-    out = {}
-    for key, (a, b) in {
-        "end_intensity_quality": (rho[-1], q[-1]),
-        "final_intensity_rate": (rho[-1], rate),
-        "initial_intensity_rate": (rho[0], rate),
-    }.items():
+    out, pairs = {}, ((rho[-1], q[-1]), (rho[-1], rate), (rho[0], rate))
+    for key, (a, b) in zip(_CORRELATIONS, pairs, strict=True):
         for suffix, sel in (("", slice(1, FIRST_FEATURES)), ("_all", slice(1, None))):
             res = stats.spearmanr(a[sel], b[sel], alternative="greater")
             out[f"{key}{suffix}"], out[f"{key}{suffix}_p"] = float(res.statistic), float(res.pvalue)
@@ -215,7 +206,6 @@ CLAIMS = (
 )  # fmt: skip
 """D §5 / T §7's correlations: significant within every seed (a one-sided Spearman test), and
 positive over the seeds."""
-_CORRELATIONS = ("end_intensity_quality", "final_intensity_rate", "initial_intensity_rate")
 
 
 def _measured(stats: list[dict], seeds: list[int], config: Config, n_train: int) -> dict:

@@ -97,13 +97,10 @@ def run(config: Config, run_dir: Path) -> dict:
         means[f"_shuffle{_tag(frac)}"] = _seeds.seed_mean(per_seed[label])
     init = [_data.build_model(config.model, data, seed=s, **net) for s in seeds]
     baseline = [_measure.init_baseline(m, data) for m in init]
-    return {
-        "summary": _seeds.grid_summary(means) | {"seeds": len(seeds)},
-        "points": points,  # the first seed's point (its decomposition)
-        "seed_histories": curves,
-        "per_seed": per_seed,
-        "measured": _measured(per_seed, points, config, data, baseline),
-    }
+    # points: the first seed's point (its decomposition)
+    return {"summary": _seeds.grid_summary(means) | {"seeds": len(seeds)}, "points": points,
+            "seed_histories": curves, "per_seed": per_seed,
+            "measured": _measured(per_seed, points, config, data, baseline)}  # fmt: skip
 
 
 _row = quoting("S ablation table", "D §5 (Fig 3): 'even with fully randomized labels, the model "

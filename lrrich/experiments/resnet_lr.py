@@ -102,14 +102,9 @@ def run(config: Config, run_dir: Path) -> dict:
     summary["all_mf_regime"] = mf
     models = [_data.build_model("resnet18", data, width=config.width, seed=s) for s in seeds]
     baseline = [_measure.init_baseline(m, data) for m in models]
-    return {
-        "summary": summary,
-        "points": points,
-        "seed_histories": curves,
-        "per_seed": per_seed,
-        "lrs": list(config.lrs),
-        "measured": _measured(per_seed, config, data, baseline),
-    }
+    return {"summary": summary, "points": points, "seed_histories": curves, "per_seed": per_seed,
+            "lrs": list(config.lrs),
+            "measured": _measured(per_seed, config, data, baseline)}  # fmt: skip
 
 
 def _train_or_diverge(config: Config, data, tc, seed: int, run_dir: Path) -> dict:

@@ -66,15 +66,10 @@ def run(config: Config, run_dir: Path) -> dict:
         per_seed.append({task: _train(cfg, task, sub / task) for task in tasks})
     means = {t: _seeds.seed_mean([r[t] for r in per_seed], _SUMMARY) for t in tasks}
     summary = {"seeds": len(seeds)} | {f"{k}_{t}": v for t in tasks for k, v in means[t].items()}
-    return {
-        "summary": summary,
-        "per_seed": [
-            {"seed": s, **{f"{k}_{t}": r[t][k] for t in tasks for k in _SCALARS}}
-            for s, r in zip(seeds, per_seed, strict=True)
-        ],
-        "points": per_seed[0],
-        "measured": _measured(per_seed, config),
-    }
+    rows = [{"seed": s, **{f"{k}_{t}": r[t][k] for t in tasks for k in _SCALARS}}
+            for s, r in zip(seeds, per_seed, strict=True)]  # fmt: skip
+    return {"summary": summary, "per_seed": rows, "points": per_seed[0],
+            "measured": _measured(per_seed, config)}  # fmt: skip
 
 
 _SUMMARY = ("dlr", "d_eff_rho", "d_eff_util", "test_acc", "dlr_rank")
@@ -166,18 +161,17 @@ def _measured(per_seed: list[dict], config: Config) -> dict:
     reg = [r["regression"] for r in per_seed]
     rank = max(r["dlr_rank"] for r in reg)
     ref = rf_reference(reg[0]["n_test"], reg[0]["n_features"], rank, rank_source="measured")
-    deviations = [f"an MLP on {config.dataset} instead of D's ResNet18 on the full MNIST"]
+    mlp = [f"an MLP on {config.dataset} instead of D's ResNet18 on the full MNIST"]
+    net = f"{config.model.upper()} width {config.width}"
+    net += f" x{config.depth}" if config.model == "mlp" else ""
     return measured(
         {f"{k}_{t}": [r[t][k] for r in per_seed] for t in tasks for k in keys},
         seeds=_presets.seed_list(config),
         dataset=f"{config.dataset} ({reg[0]['n_test']:,} test images)",
-        scale=f"{config.model.upper()} width {config.width}"
-        + (f" x{config.depth}" if config.model == "mlp" else "")
-        + f", {config.optimizer} lr {config.lr:g}, {config.epochs} epochs",
+        scale=f"{net}, {config.optimizer} lr {config.lr:g}, {config.epochs} epochs",
         baseline={"dlr_regression": [r["init_dlr"] for r in reg]},
-        reference={"dlr_regression": ref},
-        deviations=[] if config.model == "resnet18" else deviations,
-    )
+        reference={"dlr_regression": ref}, deviations=[] if config.model == "resnet18" else mlp,
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

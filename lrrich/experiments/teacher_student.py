@@ -86,13 +86,9 @@ def _train(tau, delta, X, y, Xt, yt, a_base, W_base, cfg: Config):
     test = jax.vmap(lambda a, W: 0.5 * jnp.mean((pl.network(a, W, Xt) - yt) ** 2))(traj.a, traj.W)
     K = jax.vmap(lambda a, W: pl.ntk(a, W, X))(traj.a, traj.W)
     C = jax.vmap(lambda W: pl.activation_pattern(W, X))(traj.W)
-    return {
-        "time": t,
-        "test_loss": test,
-        "train_loss": traj.loss,
-        "kernel_distance": pl.kernel_distance(K[0], K),
-        "hamming_distance": pl.hamming_distance(C[0], C),
-    }
+    return {"time": t, "test_loss": test, "train_loss": traj.loss,
+            "kernel_distance": pl.kernel_distance(K[0], K),
+            "hamming_distance": pl.hamming_distance(C[0], C)}  # fmt: skip
 
 
 def run(config: Config, run_dir: Path) -> dict:
@@ -146,11 +142,9 @@ def _measured(final: dict, cfg: Config) -> dict:
     best_at = [np.unravel_index(np.argmin(x), x.shape) for x in loss]
     i_small = int(np.argmin(cfg.taus))
     best = [float(i == i_small and cfg.deltas[j] > 0) for i, j in best_at]
+    read = _read(loss, np.asarray(final["kernel_distance"]), cfg)
     return measured(
-        {
-            "best_is_small_tau_upstream": best,
-            **_read(loss, np.asarray(final["kernel_distance"]), cfg),
-        },
+        {"best_is_small_tau_upstream": best, **read},
         seeds=list(range(cfg.n_seeds)),  # the draws of jax.random.split(PRNGKey(seed))
         dataset=f"ReLU teacher (k = {cfg.k}) on the sphere, d = {cfg.d}, {cfg.n_train} train / "
         f"{cfg.n_test} test",

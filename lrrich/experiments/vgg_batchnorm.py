@@ -98,15 +98,10 @@ def run(config: Config, run_dir: Path) -> dict:
     for suffix, res in by_suffix.items():
         summary[f"fit_epoch{suffix if len(by_suffix) > 1 else ''}"] = res["fit_epoch"]
     summary["seeds"] = len(seeds)
-    return {
-        "summary": summary,
-        "points": points,
-        "seed_histories": curves,
-        "per_seed": per_seed,
-        "measured": _measured(per_seed, config, data, baseline)
-        if set(per_seed) == {"without BN", "with BN"}
-        else measured({}),
-    }
+    both = set(per_seed) == {"without BN", "with BN"}
+    record = _measured(per_seed, config, data, baseline) if both else measured({})
+    return {"summary": summary, "points": points, "seed_histories": curves, "per_seed": per_seed,
+            "measured": record}  # fmt: skip
 
 
 _CURVES = ("history", "decomposition")
