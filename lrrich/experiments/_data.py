@@ -93,10 +93,8 @@ def flat(data):
     """``data`` with its images flattened to vectors (the MLP's input), else unchanged."""
     if data.x_train.ndim <= 2:
         return data
-    return data._replace(
-        x_train=data.x_train.reshape(len(data.x_train), -1),
-        x_test=data.x_test.reshape(len(data.x_test), -1),
-    )
+    return data._replace(x_train=data.x_train.reshape(len(data.x_train), -1),
+                         x_test=data.x_test.reshape(len(data.x_test), -1))  # fmt: skip
 
 
 def dataset_text(data) -> str:

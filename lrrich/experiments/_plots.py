@@ -36,11 +36,10 @@ def plot_points(
         band(axes[1], runs, "train_acc", None, color=color, ls=":")
         band(axes[1], runs, "test_acc", None, color=color, marker="o")
         band(axes[2], runs, "loss", None, color=color)
-    axes[2].set_yscale("log")
     axes[0].axhline(0.1, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="epoch", ylabel="D_LR (test; dotted: train)", ylim=(0, 1), title=title)
     axes[1].set(xlabel="epoch", ylabel="accuracy (test; dotted: train)", ylim=(0, 1.02))
-    axes[2].set(xlabel="epoch", ylabel="training loss")
+    axes[2].set(xlabel="epoch", ylabel="training loss", yscale="log")
     axes[0].legend(fontsize=8)
     paths = [save_figure(fig, Path(run_dir) / f"{stem}_training.png")]
     decomp = {k: r["decomposition"] for k, r in points.items() if "decomposition" in r}

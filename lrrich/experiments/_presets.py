@@ -113,10 +113,8 @@ def paper_steps(n_train: int, batch_size: int, epochs: int) -> int:
 def partial_batch_deviation(n_train: int, batch_size: int) -> list[str]:
     """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``."""
     b = min(batch_size, n_train)
-    rest = n_train % b
-    if not rest:
+    if not (rest := n_train % b):
         return []
-    return [
-        f"the last partial batch of each epoch is dropped ({rest} of {n_train:,} examples; "
-        f"{n_train // b} steps per epoch where the papers' PyTorch loader takes {n_train // b + 1})"
-    ]
+    return [f"the last partial batch of each epoch is dropped ({rest} of {n_train:,} examples; "
+            f"{n_train // b} steps per epoch where the papers' PyTorch loader takes "
+            f"{n_train // b + 1})"]  # fmt: skip

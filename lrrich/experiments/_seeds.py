@@ -171,10 +171,8 @@ def _train(runs: list, data, train_config, checkpoint_every: int, log: dict, on_
         trained = train_many(list(models), data, ts, rngs, progress=True, vectorize=False, **log)
         return list(zip(*trained, strict=True))
     kw = dict(checkpoint_every=checkpoint_every, resume=checkpoint_every > 0, progress=True, **log)
-    return [
-        train(m, data, train_config, key=jax.random.key(s), run_dir=d, callback=cb, **kw)
-        for (m, s, d), cb in zip(runs, on_log, strict=True)
-    ]
+    return [train(m, data, train_config, key=jax.random.key(s), run_dir=d, callback=cb, **kw)
+            for (m, s, d), cb in zip(runs, on_log, strict=True)]  # fmt: skip
 
 
 def _build(net: dict, data, seed: int):

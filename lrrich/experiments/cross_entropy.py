@@ -141,10 +141,8 @@ def _build(config: Config, data, seed: int):
 
         from nets import Transformer
 
-        return Transformer(
-            config.p + 2, num_layers=config.depth, d_model=config.width, num_heads=4,
-            num_classes=config.p, rngs=nnx.Rngs(seed),
-        )  # fmt: skip
+        return Transformer(config.p + 2, num_layers=config.depth, d_model=config.width,
+                           num_heads=4, num_classes=config.p, rngs=nnx.Rngs(seed))  # fmt: skip
     return _data.build_model(config.model, data, width=config.width, depth=config.depth, seed=seed)
 
 

@@ -140,9 +140,8 @@ def data_train_config(config: Config) -> TrainConfig:
 
 def _task(config: Config, n_s: int) -> sp.SparseParityTask:
     key = jax.random.fold_in(jax.random.key(config.seed), n_s)
-    return sp.make_sparse_parity(
-        key, n_s, config.n_b, config.m, config.alpha, config.S, dtype=jnp.float32
-    )
+    return sp.make_sparse_parity(key, n_s, config.n_b, config.m, config.alpha, config.S,
+                                 dtype=jnp.float32)  # fmt: skip
 
 
 def _skills(config: Config, n_s: int, key, widths, steps: int, batch: int, train, **kw):
@@ -272,8 +271,7 @@ def _measured(parts: dict, config: Config) -> dict:
         model = em.time_emergence(tm["steps"][:, None], 1.0, r0, tm["P"], B2, _eta(config))
         net_steps, model_steps = (
             np.array([_half_step(tm["steps"], R[:, k]) or beyond for k in range(config.n_s)])
-            for R in (tm["R_net"][s], np.asarray(model))
-        )
+            for R in (tm["R_net"][s], np.asarray(model)))  # fmt: skip
         ratios = net_steps / model_steps
         values["emergence_step_ratio"].append(float(ratios[np.argmax(np.abs(ratios - 1))]))
         ordered = all(np.all(np.diff(x) > 0) for x in (net_steps, model_steps))
@@ -284,19 +282,16 @@ def _measured(parts: dict, config: Config) -> dict:
         values["D_c"].append(float(em.calibrate_data(d_k, R_d, 1.0)))
         values["N_c"].append(float(em.calibrate_width(wi["widths_1"], wi["R_net_1"][s, :, 0], 1.0)))
     full = config.time_width >= 1000 and config.n_eval >= 20_000
-    reduced = (
-        f"reduced scale: time panel width {config.time_width} (T: 1000), {config.n_eval:,} "
-        "held-out samples per skill (T: 20,000), fewer steps per panel (Config)"
-    )
+    reduced = (f"reduced scale: time panel width {config.time_width} (T: 1000), "
+               f"{config.n_eval:,} held-out samples per skill (T: 20,000), fewer steps per panel "
+               "(Config)")  # fmt: skip
     return measured(
-        values,
-        seeds=[config.seed + s for s in range(config.n_seeds)],
+        values, seeds=[config.seed + s for s in range(config.n_seeds)],
         dataset=f"multitask sparse parity (n_b = {config.n_b}, m = {config.m}, "
         f"α = {config.alpha:g}), R_k on held-out samples",
         scale=f"2-layer ReLU MLP, time panel width {config.time_width}, {config.time_steps:,} "
-        f"steps for n_s = {config.n_s}",
-        deviations=[] if full else [reduced],
-    )
+        f"steps for n_s = {config.n_s}", deviations=[] if full else [reduced],
+    )  # fmt: skip
 
 
 def _constant(key: str, place: str, quote: str, what: str, value: float, paper: str, **kw):

@@ -88,13 +88,11 @@ def run(config: Config, run_dir: Path) -> dict:
             one.update({f"{mode}_{k}": r[i][k] for k in _PER_MODE})
         per_seed.append(one | {"n_features": next(iter(runs.values()))[i]["n_features"]})
     both = set(config.modes) == set(dict(MODES))
-    return {
-        "summary": _seeds.seed_mean(per_seed) | {"seeds": len(seeds)},
-        "per_seed": per_seed,
-        "histories": {m: {k: r[0]["history"][k] for k in _CURVES} for m, r in runs.items()},
-        "dataset": {"name": data.name, "n_train": len(data.x_train), "n_test": len(data.x_test)},
-        "measured": _measured(per_seed, config, data, total) if both else measured({}),
-    }
+    record = _measured(per_seed, config, data, total) if both else measured({})
+    return {"summary": _seeds.seed_mean(per_seed) | {"seeds": len(seeds)}, "per_seed": per_seed,
+            "histories": {m: {k: r[0]["history"][k] for k in _CURVES} for m, r in runs.items()},
+            "dataset": dict(name=data.name, n_train=len(data.x_train), n_test=len(data.x_test)),
+            "measured": record}  # fmt: skip
 
 
 _PER_MODE = "dlr dlr_rank dlr_train train_acc test_acc test_follows_code train_seconds".split()

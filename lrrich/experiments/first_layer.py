@@ -64,10 +64,8 @@ def run(config: Config, run_dir: Path) -> dict:
     per_regime, histories = {}, {}
     for r in REGIMES:
         per_regime[r], histories[r] = _train_regime(config, data, r, seeds, log_every)
-    per_seed = [
-        {"seed": s, **{f"{r}_{k}": per_regime[r][i][k] for r in REGIMES for k in per_regime[r][i]}}
-        for i, s in enumerate(seeds)
-    ]
+    per_seed = [{"seed": s, **{f"{r}_{k}": v for r in REGIMES for k, v in per_regime[r][i].items()}}
+                for i, s in enumerate(seeds)]  # fmt: skip
     reference = rf_reference(len(data.x_test), config.width, data.num_classes)
     summary = _seeds.seed_mean(per_seed) | {"seeds": len(seeds), "n_features": config.width}
     summary["rf_dlr"] = reference["dlr"]

@@ -236,30 +236,24 @@ def _measured(hamming, smooth, auc, config: Config, cnn: dict, seeds) -> dict:
     cols["down"] = int(np.argmin(alphas))
     fields = (("hamming", hamming), ("smoothness", smooth), ("rhm_acc", auc))
     values = {f"{name}_{side}": v[:, i] for name, v in fields for side, i in cols.items()}
-    deviations = [
-        "panel (b) reads LeNet-5's first-layer filters after the panel (a) training on MNIST "
-        "digits; K used a small ResNet on CIFAR-10 (DAWN benchmark) with every convolution's "
-        "filters ÷α and no weight decay"
-    ]
+    deviations = ["panel (b) reads LeNet-5's first-layer filters after the panel (a) training on "
+                  "MNIST digits; K used a small ResNet on CIFAR-10 (DAWN benchmark) with every "
+                  "convolution's filters ÷α and no weight decay"]  # fmt: skip
     if cnn.get("n_train"):
         partial = _presets.partial_batch_deviation(cnn["n_train"], config.batch_size)
         deviations += [f"LeNet-5: {d}" for d in partial]
     dropped = ", ".join(f"{n:,}" for n in config.rhm_train_sizes if n % min(config.rhm_batch, n))
     if dropped:
-        deviations.append(
-            "RHM: the last partial batch of each epoch is dropped where the batch does not "
-            f"divide n (n = {dropped})"
-        )
+        deviations.append("RHM: the last partial batch of each epoch is dropped where the batch "
+                          f"does not divide n (n = {dropped})")  # fmt: skip
     return measured(
-        values,
-        seeds=seeds,
+        values, seeds=seeds, deviations=deviations,
         dataset=f"{cnn['dataset']}; RHM L={config.rhm_levels}, n_c={config.rhm_classes}, "
         f"m={config.rhm_m}, s={config.rhm_s}, v={config.rhm_v}",
         scale=f"α {alphas[cols['up']]:g} / 1 / {alphas[cols['down']]:g}; LeNet-5 "
         f"{config.optimizer} lr {config.lr:g}, {config.epochs} epochs; RHM MLP "
         f"{config.rhm_width}x{config.rhm_depth}, {config.rhm_steps} SGD steps",
-        deviations=deviations,
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -134,22 +134,18 @@ statement about a network that fits its labels, the premise of every row."""
 
 def _measured(per_seed: dict, points: dict, config: Config, data, baseline: list) -> dict:
     """The per-seed record the claims read: the 0 % and 100 % rows."""
-    values = {
-        f"{f}_{key}": [r[f] for r in per_seed[label]]
-        for key, label in (("shuffle0", "0% shuffled"), ("shuffle100", "100% shuffled"))
-        if label in per_seed
-        for f in ("dlr", "test_acc", "train_acc")
-    }
+    rows = {"shuffle0": "0% shuffled", "shuffle100": "100% shuffled"}
+    values = {f"{f}_{key}": [r[f] for r in per_seed[label]] for key, label in rows.items()
+              if label in per_seed for f in ("dlr", "test_acc", "train_acc")}  # fmt: skip
     deviations = []
     if config.weight_decay != PAPER_WEIGHT_DECAY:
         deviations.append(f"weight decay {config.weight_decay:g} (T §2.4: {PAPER_WEIGHT_DECAY:g})")
     if config.normalize == "none":
         deviations.append("raw [0, 1] inputs (D App. F.4.2 standardises per channel)")
     if config.model != "resnet18" or config.width != 64 or not data.name.startswith("cifar10"):
-        deviations.append(
-            f"{config.model} (width {config.width}) on {data.name} instead of ResNet18 (k = 64) "
-            "on CIFAR-10: only the directions carry over"
-        )
+        deviations.append(f"{config.model} (width {config.width}) on {data.name} instead of "
+                          "ResNet18 (k = 64) on CIFAR-10: only the directions carry "
+                          "over")  # fmt: skip
     return _seeds.claims_record(
         values, config, data, p=next(iter(points.values()))["n_features"], baseline=baseline,
         scale=f"{config.model} (width {config.width}), {config.epochs} epochs, SGD lr "

@@ -109,12 +109,8 @@ def run(config: Config, run_dir: Path) -> dict:
             points[label] = {**runs[0], **_seeds.seed_mean(per_seed[label])}
             summary.update(_seeds.point_summary(points[label], f"_n{n}_wd{_seeds.tag(wd)}"))
     summary = _curve_summary(config, list(points.values()), summary, len(full.x_test))
-    return {
-        "summary": summary,
-        "points": points,
-        "per_seed": per_seed,
-        "measured": _measured(per_seed, points, config, full, max(config.n_trains)),
-    }
+    record = _measured(per_seed, points, config, full, max(config.n_trains))
+    return {"summary": summary, "points": points, "per_seed": per_seed, "measured": record}
 
 
 def _train_config(config: Config, n: int, wd: float):
@@ -126,10 +122,8 @@ def _train_config(config: Config, n: int, wd: float):
     per_epoch = n_max // min(config.batch_size, n_max) if config.matched_steps else spe
     steps = config.epochs * per_epoch
     every = max(1, round(config.step_every_epochs * steps / config.epochs / spe))
-    return _presets.train_config(
-        config, n, weight_decay=wd, batch_size=batch, steps=steps, schedule="step",
-        step_every_epochs=every,
-    )  # fmt: skip
+    return _presets.train_config(config, n, weight_decay=wd, batch_size=batch, steps=steps,
+                                 schedule="step", step_every_epochs=every)  # fmt: skip
 
 
 def _curve_summary(config: Config, pts: list[dict], summary: dict, n_test: int) -> dict:
@@ -236,14 +230,13 @@ def _measured(per_seed: dict, points: dict, config: Config, full, n_max: int) ->
         config.model != "resnet18" or not full.name.startswith("cifar10"),
     }  # fmt: skip
     return measured(
-        values,
-        seeds=_presets.seed_list(config),
+        values, seeds=_presets.seed_list(config),
         dataset=f"{full.name} (subsets of {len(full.x_train):,} / {len(full.x_test):,} test)",
         scale=f"{config.model} (width {config.width}, depth {config.depth}), {config.epochs} "
         f"epochs, SGD lr {config.lr:g}, λ {', '.join(f'{w:g}' for w in wds)}",
         reference={f: ref for f in values if f.startswith("dlr_")},
         deviations=[d for d, applies in deviations.items() if applies],
-    )
+    )  # fmt: skip
 
 
 def plot(results: dict, run_dir: Path) -> list[Path]:

@@ -160,10 +160,8 @@ def _measured(points: dict, config: Config, data, baseline: dict) -> dict:
             values[f"{k}_per_c_{m}_{ds}"] = [res.get(k, float("nan")) / c]
     deviations = []
     if config.width != 64 or config.dataset == "mnist5k":
-        deviations.append(
-            f"width {config.width} (Φ ∈ ℝ^{8 * config.width}) instead of 64 (ℝ⁵¹²), "
-            f"{_data.dataset_text(data)}, {config.epochs} epochs"
-        )
+        deviations.append(f"width {config.width} (Φ ∈ ℝ^{8 * config.width}) instead of 64 (ℝ⁵¹²), "
+                          f"{_data.dataset_text(data)}, {config.epochs} epochs")  # fmt: skip
     return _seeds.claims_record(
         values, config, data, p=lambda f: points[model[f]]["n_features"],
         baseline=lambda f: [baseline[model[f]]],

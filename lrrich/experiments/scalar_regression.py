@@ -73,10 +73,8 @@ def run(config: Config, run_dir: Path) -> dict:
 
 
 _SUMMARY = ("dlr", "d_eff_rho", "d_eff_util", "test_acc", "dlr_rank")
-_SCALARS = (
-    "dlr dlr_rank d_eff_rho d_eff_util d_eff_rho_all d_eff_util_train cum_util_2 rho2_rel "
-    "rho3_rel test_acc e1_constant_overlap"
-).split()
+_SCALARS = ("dlr dlr_rank d_eff_rho d_eff_util d_eff_rho_all d_eff_util_train cum_util_2 rho2_rel "
+            "rho3_rel test_acc e1_constant_overlap").split()  # fmt: skip
 
 
 def _train(config: Config, task: str, run_dir: Path) -> dict:

@@ -112,14 +112,11 @@ def _laws(config: Config, a: float, key) -> dict:
     L_N = sl.parameter_curve(N, a, S)
     L_C = sl.compute_curves(C, Nc, a, S, r0, eta)
     L_star, N_star = sl.compute_frontier(C, Nc, L_C)
-    fits = {
-        "time": sl.fit_power_law(T, L_T, config.T_window),
-        "data": sl.fit_power_law(D, L_D, config.D_window),
-        "data_sampled": sl.fit_power_law(Ds, L_Ds, config.D_window),
-        "params": sl.fit_power_law(N, L_N, config.N_window),
-        "compute": sl.fit_power_law(C, L_star, config.C_window),
-        "compute_N": sl.fit_power_law(C, N_star, config.C_window),
-    }
+    fit = sl.fit_power_law
+    fits = {"time": fit(T, L_T, config.T_window), "data": fit(D, L_D, config.D_window),
+            "data_sampled": fit(Ds, L_Ds, config.D_window),
+            "params": fit(N, L_N, config.N_window), "compute": fit(C, L_star, config.C_window),
+            "compute_N": fit(C, N_star, config.C_window)}  # fmt: skip
     ex, pf = sl.exponents(a), sl.prefactors(a, S, r0, eta)
     table = {name: name.removesuffix("_sampled") for name in fits}  # Table 4.1's field
     return {

@@ -111,10 +111,8 @@ def _implicit_bias(config: Config, key) -> tuple[dict, int]:
     reached = paths[:, -1]
     flips = np.asarray(sim["a"][:, -1] * a0 < 0)
     cases = list(zip(deltas, flips, strict=True))
-    eq72, program = (
-        jnp.stack([f(X, y, beta0, d, a_changes_sign=bool(s)) for d, s in cases])
-        for f in (sn.implicit_bias_1d, sn.implicit_bias)
-    )
+    eq72, program = (jnp.stack([f(X, y, beta0, d, a_changes_sign=bool(s)) for d, s in cases])
+                     for f in (sn.implicit_bias_1d, sn.implicit_bias))  # fmt: skip
     out = dict(deltas=deltas, X=X, y=y, v=v, beta_min=beta_min, beta0=beta0, paths=paths,
                reached=reached, eq72=eq72, program=program)  # fmt: skip
     out.update(alpha_reached=(reached - beta_min) @ v, alpha_eq72=(eq72 - beta_min) @ v)

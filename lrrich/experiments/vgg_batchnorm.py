@@ -151,11 +151,8 @@ def _measured(per_seed: dict, config: Config, data, baseline: dict) -> dict:
     runs = [r for rs in per_seed.values() for r in rs]
     at_fit = ("dlr_at_fit",) if all(r.get("dlr_at_fit") is not None for r in runs) else ()
     key = {name: k for k, name, _ in VARIANTS.values()}
-    values = {
-        f"{k}_{key[name]}": [r[k] for r in rs]
-        for name, rs in per_seed.items()
-        for k in ("dlr", "test_acc", "train_acc", *at_fit)
-    }
+    values = {f"{k}_{key[name]}": [r[k] for r in rs] for name, rs in per_seed.items()
+              for k in ("dlr", "test_acc", "train_acc", *at_fit)}  # fmt: skip
     p = runs[0]["n_features"]
     deviations = [] if data.name.startswith("cifar100") else [
         f"{data.num_classes} classes ({data.name}) instead of CIFAR-100's 100, VGG16 width "

@@ -136,11 +136,8 @@ def _measured(points: dict, config: Config, data, baseline: list[float]) -> dict
         by_seed = {p["seed"]: p[key] for p in points.values() if p["weight_decay"] == wd}
         return [by_seed[s] for s in seeds]
 
-    values = {
-        f"{k}_wd_{end}": v(k, wd)
-        for end, wd in (("smallest", wds[0]), ("largest", wds[-1]))
-        for k in ("dlr", "test_acc", "train_acc")
-    }
+    values = {f"{k}_wd_{end}": v(k, wd) for end, wd in (("smallest", wds[0]), ("largest", wds[-1]))
+              for k in ("dlr", "test_acc", "train_acc")}  # fmt: skip
     if wds[0] == 0:
         values["dlr_no_wd"] = values["dlr_wd_smallest"]
     deviations = []

@@ -82,20 +82,13 @@ def run(config: Config, run_dir: Path) -> dict:
         checkpoint_every=config.checkpoint_every, log_every=max(total // config.log_points, 1),
         probe=functools.partial(_probe, config, data, total),
     )  # fmt: skip
-    per_seed = [
-        {"seed": s, **r["measures"], "train_seconds": r["train_seconds"]}
-        for s, r in zip(seeds, runs, strict=True)
-    ]
+    per_seed = [{"seed": s, **r["measures"], "train_seconds": r["train_seconds"]}
+                for s, r in zip(seeds, runs, strict=True)]  # fmt: skip
     numbers = [k for k, v in per_seed[0].items() if isinstance(v, float)]
     # NaN where undefined: float32 D_LR of outputs shrunk to one value on every sample
     summary = _seeds.seed_mean(per_seed, numbers, skip_nan=True) | {"seeds": len(seeds)}
-    return {
-        "summary": summary,
-        "per_seed": per_seed,
-        "curves": runs[0]["curves"],
-        "steps_total": total,
-        "measured": _measured(per_seed, config, data, total),
-    }
+    return {"summary": summary, "per_seed": per_seed, "curves": runs[0]["curves"],
+            "steps_total": total, "measured": _measured(per_seed, config, data, total)}  # fmt: skip
 
 
 def _probe(config: Config, data, total: int, seed: int, model0):
@@ -216,11 +209,9 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     dlr_fields = ("dlr_init", "dlr_last_defined", "dlr_f64_final")
     ref = rf_reference(n_eval, config.width, data.num_classes)
     shrink = config.lr * config.weight_decay * steps
-    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
-    deviations.append(
-        f"weight decay {config.weight_decay:g}, lr {config.lr:g} (ηλT = "
-        f"{shrink:.2f}): D's values are not legible, the shrinkage is a choice"
-    )
+    deviations = [*_presets.partial_batch_deviation(len(data.x_train), config.batch_size),
+                  f"weight decay {config.weight_decay:g}, lr {config.lr:g} (ηλT = {shrink:.2f}): "
+                  "D's values are not legible, the shrinkage is a choice"]  # fmt: skip
     if config.dataset != "mnist":
         deviations.append(f"{data.name} ({len(data.x_train):,} training images), not all of MNIST")
     return measured(
