@@ -615,6 +615,20 @@ def _loop(runs: Runs, x, y, clock: _Clock, logger: _Logger, start: int, ckpt, ba
         logger.record(runs, step, alive, sums, count)
 
 
+def _place_data(runs: Runs, data: Dataset, mesh) -> tuple[jax.Array, jax.Array]:
+    """The training set on device, on every device of a data or runs mesh (with a data mesh,
+    the replicated ``runs.state`` too)."""
+    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
+    whole = jax.sharding.PartitionSpec()
+    if mesh is not None:
+        x, y, runs.state = jax.device_put(
+            (x, y, runs.state), jax.sharding.NamedSharding(mesh, whole)
+        )
+    elif runs.mesh is not None:
+        x, y = jax.device_put((x, y), jax.sharding.NamedSharding(runs.mesh, whole))
+    return x, y
+
+
 def _check_fit(models, data, configs, keys, run_dirs, stacked: bool, *, checkpoint: bool):
     """``fit``'s per-run arguments as lists of one length (ValueError/TypeError otherwise)."""
     checks.check_dataset(data)
@@ -729,14 +743,7 @@ def fit(
     log_every = int(default_log_every(spe, total) if log_every is None else log_every)
     if log_every < 1:
         raise ValueError(f"log_every must be ≥ 1, got {log_every}")
-    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
-    if mesh is not None:
-        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        x, y, runs.state = jax.device_put((x, y, runs.state), replicated)
-    elif runs.mesh is not None:  # every device of the runs mesh holds the training set
-        x, y = jax.device_put(
-            (x, y), jax.sharding.NamedSharding(runs.mesh, jax.sharding.PartitionSpec())
-        )
+    x, y = _place_data(runs, data, mesh)
     start, ckpt, histories, logs = _open_run_dirs(
         runs, run_dirs, models, data, keys, checkpoint_every=checkpoint_every, resume=resume
     )
