@@ -159,6 +159,10 @@ def breakdown(repeats: int = 7, record: bool = False) -> None:
         f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
         f"before: {BEFORE_RATIO:.1f}x idle)"
     )
+    say(
+        f"  16 sequential train() calls ≈ 16 × {t_one * 1e3:.1f} ms = {16 * t_one * 1e3:.0f} ms: "
+        f"the stacked program is {16 * t_one / best[16][0]:.1f}x faster"
+    )
     load = f"{load_before:.1f} → {os.getloadavg()[0]:.1f}"
     busy = "" if max(load_before, os.getloadavg()[0]) < 1 else " (not idle: ratios shift)"
     say(f"  1-minute load average {load} on {os.cpu_count()} cores{busy}")
