@@ -111,9 +111,10 @@ def paper_steps(n_train: int, batch_size: int, epochs: int) -> int:
 
 
 def partial_batch_deviation(n_train: int, batch_size: int) -> list[str]:
-    """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``."""
+    """The deviation line of ``nets``' drop-last batching at ``n_train`` examples, or ``[]``
+    (also when ``n_train`` is unknown, 0)."""
     b = min(batch_size, n_train)
-    if not (rest := n_train % b):
+    if n_train < 1 or not (rest := n_train % b):
         return []
     return [f"the last partial batch of each epoch is dropped ({rest} of {n_train:,} examples; "
             f"{n_train // b} steps per epoch where the papers' PyTorch loader takes "

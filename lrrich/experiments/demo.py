@@ -142,7 +142,8 @@ def _measured(summary: dict, config: Config) -> dict:
         baseline={f"{m}_dlr": [summary["init_dlr"]] for m in ("rich", "lazy")},
         reference={f"{m}_dlr": rf_reference(n_test, config.width, 10) for m in ("rich", "lazy")},
         deviations=[
-            "plain MNIST labels, not D Fig 1's encoded labels (the D_LR row is a direction)"
+            *_presets.partial_batch_deviation(summary.get("n_train", 0), config.batch_size),
+            "plain MNIST labels, not D Fig 1's encoded labels (the D_LR row is a direction)",
         ],
     )
 

@@ -156,7 +156,8 @@ def _measured(per_seed: list[dict], config: Config, data, steps: int) -> dict:
     fields = [f"{m}_{k}" for m, _ in MODES for k in ("dlr", "test_acc", "train_acc")]
     rank = max(max(s[f"{m}_dlr_rank"] for s in per_seed) for m, _ in MODES)
     ref = rf_reference(len(data.x_test), per_seed[0]["n_features"], rank, rank_source="measured")
-    deviations = [] if steps >= PAPER_STEPS / 2 else [
+    deviations = _presets.partial_batch_deviation(len(data.x_train), config.batch_size)
+    deviations += [] if steps >= PAPER_STEPS / 2 else [
         f"{steps:,} Adam steps vs the paper's 46,900 (100 epochs of 60,000 images): "
         "--scale matched-steps trains as many steps as the paper"]  # fmt: skip
     return measured(

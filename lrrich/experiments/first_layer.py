@@ -138,7 +138,8 @@ def _measured(per_seed: list[dict], baseline: list[float], config: Config, data)
         f"{config.lr:g}, {config.epochs} epochs",
         baseline={f"{r}_dlr": baseline for r in REGIMES},
         reference={f"{r}_dlr": ref for r in REGIMES},
-        deviations=["P states the claim without an experiment: D's MNIST MLP protocol with one "
+        deviations=[*_presets.partial_batch_deviation(len(data.x_train), config.batch_size),
+                    "P states the claim without an experiment: D's MNIST MLP protocol with one "
                     "hidden layer (the setting is ours)"],
     )  # fmt: skip
 

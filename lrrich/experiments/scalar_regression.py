@@ -116,7 +116,8 @@ def _train(config: Config, task: str, run_dir: Path) -> dict:
         "cum_util_2": float(np.asarray(fd.cum_utilization)[min(1, rel.size - 1)]),
         **{f"rho{k + 1}_rel": float(rel[k]) if rel.size > k else 0.0 for k in (1, 2)},
         "e1_constant_overlap": float(fd.e1_constant_overlap), "test_acc": float(np.mean(correct)),
-        "n_test": int(len(data.x_test)), "n_features": int(phi_te.shape[1]),
+        "n_train": int(len(data.x_train)), "n_test": int(len(data.x_test)),
+        "n_features": int(phi_te.shape[1]),
         "num_outputs": int(out_te.shape[1]), "decomposition": _measure.decomposition(fd),
         "history": {k: hist.column(k).tolist() for k in ("epoch", "dlr_test")},
     }  # fmt: skip
@@ -168,7 +169,9 @@ def _measured(per_seed: list[dict], config: Config) -> dict:
         dataset=f"{config.dataset} ({reg[0]['n_test']:,} test images)",
         scale=f"{net}, {config.optimizer} lr {config.lr:g}, {config.epochs} epochs",
         baseline={"dlr_regression": [r["init_dlr"] for r in reg]},
-        reference={"dlr_regression": ref}, deviations=[] if config.model == "resnet18" else mlp,
+        reference={"dlr_regression": ref},
+        deviations=[*_presets.partial_batch_deviation(reg[0].get("n_train", 0), config.batch_size),
+                    *([] if config.model == "resnet18" else mlp)],
     )  # fmt: skip
 
 
