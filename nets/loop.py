@@ -36,7 +36,6 @@ The sweep batcher :mod:`nets.batch` stacks the ``train`` calls of several thread
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,7 +70,7 @@ from nets.step import (
     advance,
     build,
     build_many,
-    epoch_order,
+    epoch_orders,
     forward,
     learning_rate,
     learning_rate_jit,
@@ -203,11 +202,7 @@ def host_metric_values(
 # ------------------------------------------------------------------------------------ the runs
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))  # one dispatch per epoch, not one per op
-def _epoch_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
-    return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
-
+_RUNS = jax.sharding.PartitionSpec(RUNS_AXIS)  # stacked along axis 0 over a runs mesh
 
 _learning_rates = jax.jit(jax.vmap(learning_rate, in_axes=(None, 0, None)), static_argnums=0)
 
@@ -262,8 +257,11 @@ class Runs:
     def order(self, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
         """Minibatch indices of epoch ``epoch``: (spe, B), or (R, spe, B) when stacked."""
         if self.stacked:
-            return _epoch_orders(self.data_keys, epoch, n, spe, batch)
-        order = epoch_order(jax.random.fold_in(self.data_keys, epoch), n, spe, batch)
+            order = epoch_orders(self.data_keys, epoch, n, spe, batch)
+            if self.mesh is None:
+                return order
+            return jax.device_put(order, jax.sharding.NamedSharding(self.mesh, _RUNS))
+        order = epoch_orders(self.data_keys[None], epoch, n, spe, batch)[0]
         if self.idx_sharding is not None:  # each minibatch split over the devices
             order = jax.device_put(order, self.idx_sharding)
         return order
@@ -409,7 +407,7 @@ def _build_runs(
     keys = _split_keys(jnp.stack(keys))
     split = runs_mesh(len(models), devices)
     if split is not None:
-        over = jax.sharding.NamedSharding(split, jax.sharding.PartitionSpec(RUNS_AXIS))
+        over = jax.sharding.NamedSharding(split, _RUNS)
         state, hp, keys = jax.device_put((state, hp, keys), over)
     return Runs(program, state, hp, keys[:, 0], keys[:, 1], tuple(configs), True, mesh=split), spe
 

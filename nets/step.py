@@ -575,3 +575,48 @@ def epoch_order(key: jax.Array, n: int, steps_per_epoch: int, batch: int) -> jax
     """(spe, B) int32 minibatch indices of one epoch: the first spe·B of a permutation of n."""
     perm = jax.random.permutation(key, n)[: steps_per_epoch * batch]
     return perm.reshape(steps_per_epoch, batch).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))  # one dispatch per epoch, not one per op
+def _device_orders(keys: jax.Array, epoch: int, n: int, spe: int, batch: int) -> jax.Array:
+    return jax.vmap(lambda k: epoch_order(jax.random.fold_in(k, epoch), n, spe, batch))(keys)
+
+
+def _sort_rounds(n: int) -> int:
+    """How many sorts by fresh 32-bit random keys ``jax.random.permutation`` of n items takes."""
+    return int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _sort_keys(keys: jax.Array, epoch: int, n: int) -> jax.Array:
+    """(R, rounds, n) uint32: the random sort keys of ``permutation(fold_in(k, epoch), n)``."""
+
+    def one(key):
+        key, rounds = jax.random.fold_in(key, epoch), []
+        for _ in range(_sort_rounds(n)):
+            key, sub = jax.random.split(key)
+            rounds.append(jax.random.bits(sub, (n,), jnp.uint32))
+        return jnp.stack(rounds) if rounds else jnp.zeros((0, n), jnp.uint32)  # n = 1: none
+
+    return jax.vmap(one)(keys)
+
+
+def epoch_orders(
+    keys: jax.Array, epoch: int, n: int, steps_per_epoch: int, batch: int
+) -> jax.Array:
+    """(R, spe, B) int32: :func:`epoch_order` of ``fold_in(keys[i], epoch)`` for each of R keys.
+
+    ``jax.random.permutation`` sorts the items by random 32-bit keys (stably, one or more
+    rounds). On the CPU the same keys are drawn on device and sorted by NumPy's stable argsort,
+    which gives the identical permutation 1.3–3.5× faster than XLA:CPU's sort (n = 1,437 to
+    60,000; tests/nets/test_step.py checks the identity); elsewhere the sort stays on device.
+    """
+    if {d.platform for d in keys.devices()} != {"cpu"}:
+        return _device_orders(keys, epoch, n, steps_per_epoch, batch)
+    perms = []
+    for rounds in np.asarray(_sort_keys(keys, epoch, n)):
+        perm = np.arange(n)
+        for sort_keys in rounds:
+            perm = perm[np.argsort(sort_keys, kind="stable")]
+        perms.append(perm[: steps_per_epoch * batch])
+    return jnp.asarray(np.stack(perms).reshape(-1, steps_per_epoch, batch), jnp.int32)

@@ -434,3 +434,22 @@ def test_where_a_run_stops_does_not_change_its_training(small):
     for other in finals[1:]:
         for a, b in zip(finals[0], other, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1437, 1626, 4000])
+def test_epoch_orders_are_jax_permutations_of_the_folded_keys(n):
+    """nets.step.epoch_orders (on the CPU: jax's random sort keys, NumPy's stable argsort) gives
+    exactly ``jax.random.permutation(fold_in(key, epoch), n)``, cut into minibatches, for one
+    and two sort rounds (n ≤ 1,625 < n); the device path gives the same."""
+    from nets.step import _device_orders, _sort_rounds, epoch_orders
+
+    assert _sort_rounds(1437) == 1 and _sort_rounds(1626) == 2
+    keys = jax.random.split(jax.random.key(5), 3)
+    batch = max(n // 4, 1)
+    spe = n // batch
+    got = np.asarray(epoch_orders(keys, 2, n, spe, batch))
+    assert got.shape == (3, spe, batch) and got.dtype == np.int32
+    for k, order in zip(keys, got, strict=True):
+        perm = np.asarray(jax.random.permutation(jax.random.fold_in(k, 2), n))
+        np.testing.assert_array_equal(order.ravel(), perm[: spe * batch])
+    np.testing.assert_array_equal(np.asarray(_device_orders(keys, 2, n, spe, batch)), got)
