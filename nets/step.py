@@ -608,8 +608,9 @@ def epoch_orders(
 
     ``jax.random.permutation`` sorts the items by random 32-bit keys (stably, one or more
     rounds). On the CPU the same keys are drawn on device and sorted by NumPy's stable argsort,
-    which gives the identical permutation 1.3–3.5× faster than XLA:CPU's sort (n = 1,437 to
-    60,000; tests/nets/test_step.py checks the identity); elsewhere the sort stays on device.
+    which gives the identical permutation faster than XLA:CPU's sort (tests/nets/test_step.py
+    checks the identity; docs/findings/benchmarks.md the times); elsewhere the sort stays on
+    device.
     """
     if {d.platform for d in keys.devices()} != {"cpu"}:
         return _device_orders(keys, epoch, n, steps_per_epoch, batch)
