@@ -17,12 +17,11 @@ stacked program's time goes — steps, log points and host (building and stackin
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
 repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
 :data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build.
-As ``lrrich sweep --vmap`` does, it gives jax one CPU device per core (``jax_num_cpu_devices``,
-set at start), so ``train_many`` splits the 16 runs over the cores; one run uses one device.
-``--one-device`` keeps jax's single CPU device, for comparison.
+``--per-core`` gives jax one CPU device per core (``jax_num_cpu_devices``, set at start), so
+``train_many`` splits the 16 runs over the cores; one run uses one device either way.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10] [--batch 64] [--record]
-    python benchmarks/bench_vmap_sweep.py --breakdown [--one-device] [--record]   # 16 vs one
+    python benchmarks/bench_vmap_sweep.py --breakdown [--per-core] [--record]   # 16 vs one
 
 Results: ``benchmarks/results.md`` (``python benchmarks/bench_vmap_sweep.py --record``); where the
 time goes and the one-BLAS-thread measurements: ``docs/findings/benchmarks.md``.
@@ -174,7 +173,7 @@ if __name__ == "__main__":
     import sys
 
     if "--breakdown" in sys.argv:
-        if "--one-device" not in sys.argv:  # one CPU device per core, before jax starts
+        if "--per-core" in sys.argv:  # one CPU device per core, before jax starts
             jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
         from nets.blas import limit_blas_threads
 

@@ -458,24 +458,6 @@ def _one_blas_thread() -> None:
     limit_blas_threads()
 
 
-def _cpu_device_per_core() -> None:
-    """One jax CPU device per core, for ``sweep --vmap``: ``nets.train_many`` splits the stacked
-    runs of a program over the devices (``nets.step.runs_mesh``), so on a CPU they use every core.
-
-    Global JAX state, set by this entry point only and only before the backend starts (later, or
-    with ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``, it is left as it is); each
-    run's arithmetic is unchanged. GPUs and TPUs are unaffected.
-    """
-    import jax
-
-    if "force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        return
-    try:
-        jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
-    except RuntimeError:  # the backend already started (e.g. main() called in-process twice)
-        pass
-
-
 def _continue_command(args, argv: list[str]) -> str:
     """The command that continues ``args.folder``: the same arguments with ``--out`` spelled out
     and, for ``run`` / ``demo``, ``--resume`` (a sweep continues by running it again)."""
@@ -514,10 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     traceback (``--debug`` shows the traceback always). Ctrl-C prints one line naming the folder
     and the command that continues it, and returns 130.
     """
-    console, argv = argv is None, list(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if console and args.command == "sweep" and (args.vmap or args.vectorize) and not args.dry_run:
-        _cpu_device_per_core()  # a process of its own: global JAX state is this command's
     _quiet_progress_bars(args.quiet)
     _one_blas_thread()
     _log_progress(args.quiet)

@@ -439,7 +439,7 @@ def runs_mesh(runs: int, devices: int | None = None) -> jax.sharding.Mesh | None
     (default: every local device of the default backend), so no device waits on padding runs.
     None when d = 1 (one device, or R = 1). On a CPU, jax shows one device unless
     ``jax_num_cpu_devices`` (or ``XLA_FLAGS=--xla_force_host_platform_device_count``) is set before
-    the backend starts; entry points such as ``lrrich sweep --vmap`` set it to the core count.
+    the backend starts.
 
     Args:
       runs: R ≥ 1, the number of stacked runs.

@@ -104,30 +104,3 @@ def test_bad_arguments(tmp_path):
         run_points(EXP, POINTS[:1], [tmp_path / "a"])
     with pytest.raises(ValueError, match="same length"):
         run_points(EXP, POINTS, [tmp_path / "d"])
-
-
-def test_the_console_sweep_vmap_gives_jax_one_cpu_device_per_core():
-    """``lrrich sweep --vmap`` (a process of its own) sets one CPU device per core before jax
-    starts; ``main([...])`` inside a process that already runs jax leaves the device count."""
-    import os
-    import subprocess
-    import sys
-    import textwrap
-
-    script = textwrap.dedent("""
-        import os, jax
-        from lrrich.cli import _cpu_device_per_core
-        _cpu_device_per_core()
-        assert jax.local_device_count() == os.cpu_count(), jax.devices()
-        _cpu_device_per_core()  # after the backend started: no error, no change
-        print("OK")
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-    assert "OK" in proc.stdout.decode()
-    before = jax.local_device_count()
-    from lrrich.cli import _cpu_device_per_core
-
-    _cpu_device_per_core()
-    assert jax.local_device_count() == before
