@@ -5,8 +5,9 @@ static fields of the config — and is hashable, so it is a static argument of `
 own compilation cache keys the compiled programs: runs that differ only in the traced
 :class:`~nets.config.HParams` (learning rate, momentum, weight decay, scales) reuse one program.
 The training state is a :class:`TrainState` pytree; stacking states and hyper-parameters along a
-leading axis and ``jax.vmap``-ing :func:`run` trains many runs as one program
-(:func:`advance`, :func:`nets.loop.fit`).
+leading axis and ``jax.vmap``-ing the loop of steps trains many runs as one program
+(:func:`advance`, the one compiled entry of :func:`nets.loop.fit`; :func:`run` is the same loop
+as a ``lax.scan`` over given minibatch indices).
 
 Loss (D §2, App. F.4; T §6.4.3): MSE between ``output_scale · f(input_scale · x)`` and
 ``one_hot(y) · target_scale / target_downscale`` (PyTorch ``MSELoss``: mean over examples and
