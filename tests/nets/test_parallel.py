@@ -75,10 +75,9 @@ def test_stacked_runs_split_over_devices_equal_one_device():
         for bad in (0, 5, 1.5, True):
             try:
                 runs_mesh(4, bad)
+                raise AssertionError(f"devices={bad!r} was accepted")
             except ValueError:
-                pass
-            else:
-                raise AssertionError(bad)
+                continue
         d = load_digits()
         base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=2)
         cfgs = [dataclasses.replace(base, lr=0.02 * (i + 1)) for i in range(6)]
