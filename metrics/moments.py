@@ -73,7 +73,9 @@ class Moments(NamedTuple):
 
 def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
     """``x`` with zero rows appended up to ``rows`` (a thin QR needs at least as many rows as columns)."""
-    return jnp.pad(x, ((0, max(rows - x.shape[0], 0)), (0, 0)))
+    if x.shape[0] >= rows:
+        return x  # no copy (a zero-width pad is one on XLA:CPU)
+    return jnp.pad(x, ((0, rows - x.shape[0]), (0, 0)))
 
 
 def _tall_qr(a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -18,7 +18,7 @@ import numpy as np
 from flax import nnx
 
 import metrics
-from nets.config import TrainConfig
+from nets.config import HParams, TrainConfig
 from nets.data.base import Dataset, validate
 from nets.losses import accuracy
 from nets.step import Program, TrainState, build, forward, loss_value, over_runs
@@ -162,10 +162,27 @@ def _each_run(fn, args):
     return jax.vmap(fn)(args) if batched_log_points() else jax.lax.map(fn, args)
 
 
-@program_jit(static_argnums=(0, 5, 6, 7, 9))
+def shared_fields(configs) -> tuple[bool, ...]:
+    """Per :class:`~nets.config.HParams` field, whether ``configs`` all give it one value."""
+    return tuple(len({getattr(c, f) for c in configs}) == 1 for f in HParams._fields)
+
+
+def _split_shared(hps: HParams, shared: tuple[bool, ...] | None) -> tuple[HParams, HParams]:
+    """(stacked hps with None for the shared fields, run 0's values of the shared fields)."""
+    shared = shared or (False,) * len(hps)
+    per_run = HParams(*(None if s else h for h, s in zip(hps, shared, strict=True)))
+    return per_run, HParams(*(h[0] if s else None for h, s in zip(hps, shared, strict=True)))
+
+
+def _join_shared(per_run: HParams, common: HParams) -> HParams:
+    return HParams(*(c if p is None else p for p, c in zip(per_run, common, strict=True)))
+
+
+@program_jit(static_argnums=(0, 5, 6, 7, 9, 10))
 def log_values_many(
-    program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None, mesh=None
-):
+    program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None, mesh=None,
+    shared=None,
+):  # fmt: skip
     """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
 
     The forward passes, losses and accuracies of the R runs are one ``vmap`` (batched GEMMs);
@@ -173,18 +190,27 @@ def log_values_many(
     on the CPU (:func:`batched_log_points`). With a runs ``mesh``
     (:func:`nets.step.runs_mesh`) each device evaluates its share of the runs.
 
+    ``shared`` (static, one bool per :class:`~nets.config.HParams` field, from
+    :func:`shared_fields`): fields with one value for all runs enter the ``vmap`` unbatched, so
+    an input scale common to the runs scales the subsets once and the first layer is one GEMM
+    for all runs instead of R (values then equal each run's own :func:`log_values` to float32
+    round-off, not bitwise; None batches every field).
+
     Returns:
       the dict of :func:`log_values` with a leading axis R on every entry.
     """
 
     def local(states, hps, fit, held, known):
         feats, frozen = (None, None) if known is None else known
+        per_run, common = _split_shared(hps, shared)
 
         def forward(state, hp, f):
-            return _forward_splits(program, state, hp, fit, held, chunk, f)
+            return _forward_splits(program, state, _join_shared(hp, common), fit, held, chunk, f)
 
-        passes = jax.vmap(forward)(states, hps, feats)
-        out = jax.vmap(lambda p, hp: _loss_values(program, p, fit, held, hp))(passes, hps)
+        passes = jax.vmap(forward)(states, per_run, feats)
+        out = jax.vmap(
+            lambda p, hp: _loss_values(program, p, fit, held, _join_shared(hp, common))
+        )(passes, per_run)
         return out | _each_run(
             lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
         )

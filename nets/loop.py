@@ -61,6 +61,7 @@ from nets.evaluate import (
     frozen_features,
     log_values,
     log_values_many,
+    shared_fields,
 )
 from nets.history import History, JsonlLog, TrainingDiverged
 from nets.step import (
@@ -326,9 +327,10 @@ class Runs:
     def log_values(self, subsets, traced, chunk: int, splits, known) -> dict[str, np.ndarray]:
         """One log point of every run on the host: ``{key: (R,) values}``."""
         if self.stacked:
+            shared = shared_fields(self.configs) if self.vectorize else None  # else bitwise
             out = log_values_many(
                 self.program, self.state, self.hp, *self._shared(subsets), traced, chunk, splits,
-                known, self.mesh,
+                known, self.mesh, shared,
             )  # fmt: skip
             return jax.device_get(out)
         feats, frozen = (None, None) if known is None else known

@@ -16,6 +16,7 @@ import pytest
 from flax import nnx
 
 from nets import MLP, TrainConfig, TrainingDiverged, evaluate, load_digits, train, train_many
+from nets.config import HParams
 from nets.data import Dataset
 from nets.loop import record_values
 from nets.optim import learning_rate_schedule
@@ -154,6 +155,32 @@ def test_train_many_unvectorized_equals_train_bitwise(small):
             assert_same_run(b, a)
         for key in ("loss", "test_loss", "train_acc", "dlr_test", "dlr_train", "lr"):
             assert_same_run(hists[i].column(key), ref_hist.column(key), err_msg=key)
+
+
+@pytest.mark.parametrize("varied", ["lr", "input_scale"])
+def test_stacked_log_point_with_shared_hparams_equals_each_runs_own(small, varied):
+    """A vmapped log point passes the hyper-parameters common to all runs unbatched (the input
+    scale once, the first layer one GEMM for all runs): each run's values equal its own
+    ``log_values`` to float32 round-off, whether the varied field is shared or not."""
+    from nets.evaluate import default_metric, log_values, log_values_many, shared_fields
+    from nets.loop import _build_runs, _unstack
+
+    base = TrainConfig(batch_size=64, epochs=1, input_scale=0.5, output_scale=2.0,
+                       target_scale=3.0)  # fmt: skip
+    configs = [dataclasses.replace(base, **{varied: v}) for v in (0.25, 0.5, 1.0)]
+    flags = dict(zip(HParams._fields, shared_fields(configs), strict=True))
+    assert [f for f, same in flags.items() if not same] == [varied]
+    runs, _ = _build_runs([_mlp(i) for i in range(3)], small, configs,
+                          [jax.random.key(i) for i in range(3)], stacked=True, mesh=None)  # fmt: skip
+    fit, held = (small.x_train[:200], small.y_train[:200]), (small.x_test[:90], small.y_test[:90])
+    metric = (("dlr", default_metric),)
+    args = (runs.program, runs.state, runs.hp, fit, held, metric, 128, ("train", "test"))
+    got = log_values_many(*args, None, None, shared_fields(configs))
+    for i in range(3):
+        own = log_values(runs.program, _unstack(runs.state, i), _unstack(runs.hp, i), fit, held,
+                         metric, 128)  # fmt: skip
+        for key, value in own.items():
+            np.testing.assert_allclose(got[key][i], value, **TOL["vmap_log"], err_msg=key)
 
 
 def test_train_many_refuses_runs_that_need_another_program(small):
@@ -438,7 +465,7 @@ def test_where_a_run_stops_does_not_change_its_training(small):
 
 @pytest.mark.parametrize("n", [1, 7, 1437, 1626, 4000])
 def test_epoch_orders_are_jax_permutations_of_the_folded_keys(n):
-    """nets.step.epoch_orders (on the CPU: jax's random sort keys, NumPy's stable argsort) gives
+    """nets.step.epoch_orders (on the CPU: jax's random sort keys, sorted stably by NumPy) gives
     exactly ``jax.random.permutation(fold_in(key, epoch), n)``, cut into minibatches, for one
     and two sort rounds (n ≤ 1,625 < n); the device path gives the same."""
     from nets.step import _device_orders, _sort_rounds, epoch_orders
@@ -453,3 +480,16 @@ def test_epoch_orders_are_jax_permutations_of_the_folded_keys(n):
         perm = np.asarray(jax.random.permutation(jax.random.fold_in(k, 2), n))
         np.testing.assert_array_equal(order.ravel(), perm[: spe * batch])
     np.testing.assert_array_equal(np.asarray(_device_orders(keys, 2, n, spe, batch)), got)
+
+
+def test_stable_argsort_rows_breaks_ties_in_index_order():
+    """The packed-key sort equals NumPy's stable argsort row by row, on keys with many ties
+    (random uint32 keys of the permutations rarely tie) and on the extreme keys 0 and 2³² − 1."""
+    from nets.step import _stable_argsort_rows
+
+    rng = np.random.default_rng(0)
+    keys = np.concatenate(
+        [rng.integers(0, 4, (5, 300)), rng.choice([0, 2**32 - 1], (3, 300))]
+    ).astype(np.uint32)
+    want = np.stack([np.argsort(row, kind="stable") for row in keys])
+    np.testing.assert_array_equal(_stable_argsort_rows(keys), want)
