@@ -208,9 +208,11 @@ def log_values_many(
             return _forward_splits(program, state, _join_shared(hp, common), fit, held, chunk, f)
 
         passes = jax.vmap(forward)(states, per_run, feats)
-        out = jax.vmap(
-            lambda p, hp: _loss_values(program, p, fit, held, _join_shared(hp, common))
-        )(passes, per_run)
+
+        def losses(p, hp):
+            return _loss_values(program, p, fit, held, _join_shared(hp, common))
+
+        out = jax.vmap(losses)(passes, per_run)
         return out | _each_run(
             lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
         )
