@@ -16,7 +16,9 @@ The final parameters agree to float32 round-off (printed; ``tests/nets/test_step
 stacked program's time goes — steps, log points and host (building and stacking the runs, the
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
 repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
-:data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build.
+:data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build, and
+its floor: the R = 16 steps and log points alone (arithmetic that grows with R), plus the host
+time of one run, against one ``train()``.
 ``--per-core`` gives jax one CPU device per core (``jax_num_cpu_devices``, set at start), so
 ``train_many`` splits the 16 runs over the cores; one run uses one device either way.
 
@@ -157,6 +159,13 @@ def breakdown(repeats: int = 7, record: bool = False) -> None:
         f"  16 runs / one run: {best[16][0] / t_one:.2f}x against train(), "
         f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
         f"before: {BEFORE_RATIO:.1f}x idle)"
+    )
+    work = best[16][1] + best[16][2]  # the 16 runs' steps and log points, no host time
+    host_one = best[1][0] - best[1][1] - best[1][2]
+    say(
+        f"  floor: the 16 runs' steps + log points alone take {work * 1e3:.1f} ms = "
+        f"{work / t_one:.2f}x one train(); with one run's host time added, "
+        f"{(work + host_one) / t_one:.2f}x is the least the ratio can be on this machine"
     )
     say(
         f"  16 sequential train() calls ≈ 16 × {t_one * 1e3:.1f} ms = {16 * t_one * 1e3:.0f} ms: "
