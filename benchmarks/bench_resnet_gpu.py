@@ -17,7 +17,9 @@ momentum 0.9, batch 256 by default.
   ``docs/findings/benchmarks.md``).
 
 Both sides report the best round (least disturbed by other load; the median is kept beside it).
-Goal on a GPU: JAX / PyTorch AMP ≥ 1.0 at the same precision.
+Goals on a GPU: JAX / PyTorch AMP ≥ 1.0 at the same precision, and the bfloat16 step's model FLOP
+utilisation ≥ 30 % of the card's dense bfloat16 peak (:func:`resnet18_train_flops` per image ×
+images/s against :data:`BF16_PEAK_TFLOPS`, or ``--peak-tflops``).
 
     python benchmarks/bench_resnet_gpu.py                        # both sides, both dtypes
     python benchmarks/bench_resnet_gpu.py --side torch --compile --dtype bfloat16
@@ -45,6 +47,61 @@ from nets.data import Dataset
 DTYPES = ("float32", "bfloat16")
 LR = 0.01  # small enough that random labels never diverge; the rate does not depend on it
 
+#: Dense bfloat16 tensor-core peaks in TFLOP/s (no sparsity), from NVIDIA's datasheets (SXM
+#: forms unless named), matched in this order against the start of jax's ``device_kind`` with
+#: its "NVIDIA " prefix removed. ``--peak-tflops`` gives any other card's.
+BF16_PEAK_TFLOPS = (
+    ("H100 PCIe", 756.0),
+    ("H100 NVL", 835.0),
+    ("H200 NVL", 835.0),
+    ("H100", 989.0),
+    ("H200", 989.0),
+    ("GH200", 989.0),
+    ("A100", 312.0),
+    ("L40S", 362.0),
+    ("L4", 121.0),
+)
+
+
+def resnet18_train_flops(width: int = 64, num_classes: int = 10, size: int = 32) -> float:
+    """Model FLOPs of one training image through PreAct ResNet18-``width`` on size×size×3 inputs.
+
+    3 × the forward pass's 2·(multiply-adds) of the convolutions (every tap of the padded
+    window, as the kernels compute them) and the readout: the backward pass costs two forward
+    passes (the model-FLOP convention of PaLM, Chowdhery et al. 2022, App. B). Batch norm, ReLU,
+    pooling and the optimizer are left out. ``tests/test_device.py`` checks the forward count
+    against the convolutions and GEMMs of the traced ``nets`` model.
+    """
+    forward = 2 * size * size * 9 * 3 * width  # the stem, 3 → k channels
+    cin = width
+    for stage in range(4):
+        planes, r = width * 2**stage, size // 2**stage  # output resolution of the stage
+        for block in range(2):
+            forward += 2 * r * r * 9 * (cin + planes) * planes  # conv1 (cin → planes), conv2
+            if cin != planes or (stage and not block):  # the 1×1 shortcut convolution
+                forward += 2 * r * r * cin * planes
+            cin = planes
+    return 3.0 * (forward + 2 * 8 * width * num_classes)
+
+
+def bf16_peak_tflops(device_kind: str) -> float | None:
+    """The dense bfloat16 peak of a card named ``device_kind`` (:data:`BF16_PEAK_TFLOPS`), or None."""
+    name = device_kind.removeprefix("NVIDIA ").strip()
+    return next((peak for kind, peak in BF16_PEAK_TFLOPS if name.startswith(kind)), None)
+
+
+def model_flop_utilisation(
+    images_per_s: float, flops_per_image: float, peak_tflops: float | None
+) -> dict:
+    """``{"model_tflop_s", "peak_tflop_s", "mfu"}``: the model FLOP rate and its share of the
+    peak (None where the peak is unknown)."""
+    rate = images_per_s * flops_per_image / 1e12
+    return {
+        "model_tflop_s": rate,
+        "peak_tflop_s": peak_tflops,
+        "mfu": None if not peak_tflops else rate / peak_tflops,
+    }
+
 
 def synthetic_cifar(n: int, seed: int = 0) -> Dataset:
     """n random NHWC 32×32×3 float32 images with random labels in 10 classes (train = test)."""
@@ -64,13 +121,23 @@ def _rates(round_seconds: list[float], images: int) -> dict:
 
 
 def jax_images_per_s(
-    dtype: str, *, batch: int, steps: int, rounds: int, width: int = 64, device: str = "auto"
+    dtype: str,
+    *,
+    batch: int,
+    steps: int,
+    rounds: int,
+    width: int = 64,
+    device: str = "auto",
+    peak_tflops: float | None = None,
 ) -> dict:
     """Images/s of ``nets.train`` on ResNet18-``width``: best and median of ``rounds`` epochs.
 
     Returns:
       ``{"images_per_s", "median_images_per_s", "rounds", "round_s", "compile_s", "wall_s",
-      "backend"}``; ``compile_s`` is History's first (compiling) round and log point.
+      "backend", "device_kind", "train_flops_per_image"}``, and for bfloat16 the model FLOP
+      utilisation of the best round (:func:`model_flop_utilisation`; the card's peak from
+      :func:`bf16_peak_tflops` unless ``peak_tflops`` is given); ``compile_s`` is History's
+      first (compiling) round and log point.
     """
     data = synthetic_cifar(batch * steps)
     cfg = TrainConfig(loss="ce", lr=LR, momentum=0.9, batch_size=batch, epochs=rounds + 1,
@@ -85,7 +152,11 @@ def jax_images_per_s(
     cumulative = [r["train_time"] for r in hist.records]  # a record after every epoch
     per_round = [b - a for a, b in zip(cumulative[1:], cumulative[2:], strict=False)]
     out = _rates(per_round, batch * steps)
-    out.update(compile_s=hist.compile_time, wall_s=wall, backend=dev.platform)
+    out.update(compile_s=hist.compile_time, wall_s=wall, backend=dev.platform,
+               device_kind=dev.device_kind, train_flops_per_image=resnet18_train_flops(width))  # fmt: skip
+    peak = peak_tflops if peak_tflops is not None else bf16_peak_tflops(dev.device_kind)
+    if dtype == "bfloat16":  # the peak is bfloat16's; float32 runs at another one
+        out.update(model_flop_utilisation(out["images_per_s"], out["train_flops_per_image"], peak))
     return out
 
 
@@ -213,6 +284,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (best is reported)")
     parser.add_argument("--width", type=int, default=64, help="k of ResNet18-k")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the card's dense bfloat16 peak (default: BF16_PEAK_TFLOPS)")  # fmt: skip
     parser.add_argument("--record", action="store_true", help="write benchmarks/results.md")
     args = parser.parse_args()
     say = Printed()
@@ -222,7 +295,9 @@ def main() -> None:
     for dtype in dtypes:
         rates = {}
         if args.side in ("jax", "both"):
-            rates["lrrich (JAX)"] = jax_images_per_s(dtype, device=args.device, **size)
+            rates["lrrich (JAX)"] = jax_images_per_s(
+                dtype, device=args.device, peak_tflops=args.peak_tflops, **size
+            )
         if args.side in ("torch", "both"):
             try:
                 rates["PyTorch eager"] = torch_images_per_s(dtype, device=args.device, **size)
@@ -234,6 +309,15 @@ def main() -> None:
                 say("  PyTorch not installed")
         for name, r in rates.items():
             say(f"  {dtype:9s} {name:17s}: {r['images_per_s']:9.1f}")
+        jx = rates.get("lrrich (JAX)", {})
+        if "model_tflop_s" in jx:
+            share = (
+                f"{jx['mfu']:.1%} of the {jx['peak_tflop_s']:.0f} TFLOP/s dense bfloat16 peak"
+                if jx["mfu"] is not None
+                else f"peak of {jx['device_kind']!r} unknown (--peak-tflops)"
+            )
+            say(f"  {dtype:9s} model FLOPs: {jx['model_tflop_s']:.1f} TFLOP/s = {share} "
+                "(goal ≥ 30 %)")  # fmt: skip
         if "lrrich (JAX)" in rates and "PyTorch eager" in rates:
             ratio = rates["lrrich (JAX)"]["images_per_s"] / rates["PyTorch eager"]["images_per_s"]
             say(f"  {dtype:9s} ratio JAX / PyTorch eager = {ratio:.2f}  (goal ≥ 1.0)")

@@ -11,7 +11,8 @@ phase        cap  what it measures
 env           20  versions (python, jax, jaxlib, flax, optax, torch), the device, nvidia-smi
 tests        120  the device-sensitive tests (``TESTS``): metrics precision, bfloat16 compute,
                   ``train_many``, checkpoint/resume, data-parallel training; pass/fail counts
-resnet_jax    70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``
+resnet_jax    70  ResNet18 images/s of ``nets.train``, float32 and ``compute_dtype=bfloat16``;
+                  the bfloat16 step's model FLOP utilisation (``--peak-tflops``)
 resnet_torch  90  the same network in PyTorch: eager float32 / AMP bfloat16, then
                   ``torch.compile`` bfloat16 / float32 (``benchmarks/bench_resnet_gpu.py``)
 sweep         50  16 runs (4 seeds × 4 learning rates) as one ``nets.train_many`` vs 16 ``train``
@@ -58,6 +59,7 @@ GOALS = {  # docs/gpu.md: what a GPU run should show
     "resnet_bfloat16_jax_over_torch_amp": (">=", 1.0),
     "resnet_float32_jax_over_torch": (">=", 1.0),
     "sweep_speedup": (">=", 10.0),
+    "resnet_bfloat16_mfu": (">=", 0.30),  # model FLOPs / the card's dense bfloat16 peak
     "dlr_over_gemm": ("<=", 2.0),
 }
 
@@ -274,7 +276,7 @@ def phase_resnet_jax(rec: Record, args) -> None:
     ok = True
     for dtype in DTYPES:
         try:
-            rec.put(dtype, jax_images_per_s(dtype, **size))
+            rec.put(dtype, jax_images_per_s(dtype, peak_tflops=args.peak_tflops, **size))
         except Exception as err:  # one dtype failing must not lose the other
             rec.put(dtype, {"error": _error(err)})
             ok = False
@@ -504,7 +506,8 @@ def summarise(phases: dict) -> dict:
             if jx and th:
                 out[f"{name}_jax_over_{label}"] = jx / th
     for key, path in (("sweep_speedup", ("sweep", "speedup")),
-                      ("dlr_over_gemm", ("dlr", "dlr_over_gemm"))):  # fmt: skip
+                      ("dlr_over_gemm", ("dlr", "dlr_over_gemm")),
+                      ("resnet_bfloat16_mfu", ("resnet_jax", "bfloat16", "mfu"))):  # fmt: skip
         if get(*path) is not None:
             out[key] = get(*path)
     for name in ("tests", "suite"):
@@ -531,6 +534,8 @@ def _run_phase_process(phase: Phase, args, fragment: Path, log) -> tuple[int | s
         cmd.append("--quick")
     if args.torch_compile:
         cmd.append("--torch-compile")
+    if args.peak_tflops is not None:
+        cmd += ["--peak-tflops", str(args.peak_tflops)]
     if args.fashion_mnist:
         cmd += ["--fashion-mnist", args.fashion_mnist]
     cmd += ["--cap-factor", str(args.cap_factor)]
@@ -629,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="write the plan, run nothing")
     ap.add_argument("--torch-compile", action="store_true", help="torch.compile with --quick too")
     ap.add_argument("--fashion-mnist", default=None, help="folder of the four IDX files")
+    ap.add_argument("--peak-tflops", type=float, default=None,
+                    help="the card's dense bfloat16 TFLOP/s, if bench_resnet_gpu's table lacks it")  # fmt: skip
     ap.add_argument(
         "--cap-factor", type=float, default=1.0, help="multiply every phase's time cap (slow card)"
     )

@@ -168,3 +168,53 @@ def test_value_checks_reduce_on_either_side_and_catch_nan():
     for bad in (jnp.nan, jnp.inf):
         with pytest.raises(ValueError, match="NaN or inf"):
             dlr(phi.at[7, 5].set(bad), f)
+
+
+def _nominal_flops(jaxpr) -> int:
+    """2·(multiply-adds) of every convolution (all taps of the padded window) and dot in
+    ``jaxpr``, nested programs included: the count :func:`resnet18_train_flops` states."""
+    from jax.extend import core as jcore
+
+    total = 0
+    for eqn in jaxpr.eqns:
+        out = eqn.outvars[0].aval if eqn.outvars else None
+        if eqn.primitive.name == "conv_general_dilated":
+            rhs, spec = eqn.invars[1].aval, eqn.params["dimension_numbers"].rhs_spec
+            taps = np.prod([rhs.shape[i] for i in spec[2:]]) * rhs.shape[spec[1]]
+            total += 2 * np.prod(out.shape) * taps
+        elif eqn.primitive.name == "dot_general":
+            (contracted, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval
+            total += 2 * np.prod(out.shape) * np.prod([lhs.shape[i] for i in contracted])
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, list | tuple) else [param]:
+                if isinstance(sub, jcore.ClosedJaxpr):
+                    total += _nominal_flops(sub.jaxpr)
+                elif isinstance(sub, jcore.Jaxpr):
+                    total += _nominal_flops(sub)
+    return int(total)
+
+
+@pytest.mark.parametrize("width,classes", [(4, 10), (8, 7)])
+def test_resnet18_model_flops_are_the_traced_models_convolutions_and_readout(width, classes):
+    """bench_resnet_gpu's ResNet18 model FLOPs = 3 × the convolutions and GEMMs of the traced
+    ``nets`` forward pass (counted from its jaxpr), exactly; the peak table and the utilisation
+    arithmetic."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_resnet_gpu import bf16_peak_tflops, model_flop_utilisation, resnet18_train_flops
+
+    from nets import get_model
+
+    model = get_model("resnet18", num_classes=classes, k=width, rngs=nnx.Rngs(0))
+    model.eval()
+    graphdef, state = nnx.split(model)
+    batch = 2
+    jaxpr = jax.make_jaxpr(lambda s, x: nnx.merge(graphdef, s)(x))(
+        state, jnp.zeros((batch, 32, 32, 3))
+    )
+    assert resnet18_train_flops(width, classes) == 3 * _nominal_flops(jaxpr.jaxpr) / batch
+    assert bf16_peak_tflops("NVIDIA H200") == 989.0
+    assert bf16_peak_tflops("NVIDIA H100 PCIe") == 756.0 and bf16_peak_tflops("cpu") is None
+    got = model_flop_utilisation(1000.0, 2e9, 4.0)
+    assert got == {"model_tflop_s": 2.0, "peak_tflop_s": 4.0, "mfu": 0.5}
+    assert model_flop_utilisation(1000.0, 2e9, None)["mfu"] is None
