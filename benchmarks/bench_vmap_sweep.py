@@ -19,11 +19,13 @@ repeats, with the load average at the start and end. It prints the ratio R = 16 
 :data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build, and
 its floor: the R = 16 steps and log points alone (arithmetic that grows with R), plus the host
 time of one run, against one ``train()``.
-``--per-core`` gives jax one CPU device per core (``jax_num_cpu_devices``, set at start), so
+``--profile`` also traces one more R = 16 program (``jax.profiler``, kept in
+``/tmp/bench_vmap_sweep_trace``) and prints its busiest operations. ``--per-core`` gives jax one
+CPU device per core (``jax_num_cpu_devices``, set at start), so
 ``train_many`` splits the 16 runs over the cores; one run uses one device either way.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10] [--batch 64] [--record]
-    python benchmarks/bench_vmap_sweep.py --breakdown [--per-core] [--record]   # 16 vs one
+    python benchmarks/bench_vmap_sweep.py --breakdown [--per-core] [--profile] [--record]  # 16 vs one
 
 Results: ``benchmarks/results.md`` (``python benchmarks/bench_vmap_sweep.py --record``); where the
 time goes and the one-BLAS-thread measurements: ``docs/findings/benchmarks.md``.
@@ -109,13 +111,15 @@ def main() -> None:
         say.record(__file__)
 
 
-def breakdown(repeats: int = 7, record: bool = False) -> None:
+def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None) -> None:
     """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
 
     64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
     steps and log points from each History's share (summed over the runs), host = the rest of
     the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
-    are taken within this process, so a loaded machine shifts both sides.
+    are taken within this process, so a loaded machine shifts both sides. ``profile``: a folder
+    for a ``jax.profiler`` trace of one more R = 16 program, whose busiest operations are
+    printed (:mod:`trace_summary`).
     """
     data = load_digits()
     base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=6)
@@ -174,6 +178,14 @@ def breakdown(repeats: int = 7, record: bool = False) -> None:
     load = f"{load_before:.1f} → {os.getloadavg()[0]:.1f}"
     busy = "" if max(load_before, os.getloadavg()[0]) < 1 else " (not idle: ratios shift)"
     say(f"  1-minute load average {load} on {os.cpu_count()} cores{busy}")
+    if profile:  # after the timings, so the profiler's overhead touches none of them
+        from trace_summary import print_top_ops, top_ops
+
+        configs = [dataclasses.replace(base, lr=0.05 + 0.01 * i) for i in range(16)]
+        models = [MLP(64, (8,), 10, rngs=nnx.Rngs(900 + i)) for i in range(16)]
+        keys = [jax.random.key(i) for i in range(16)]
+        say("  busiest operations of one more R = 16 program (jax.profiler):")
+        print_top_ops(top_ops(lambda: train_many(models, data, configs, keys), profile), say)
     if record:
         say.record(__file__)
 
@@ -187,6 +199,7 @@ if __name__ == "__main__":
         from nets.blas import limit_blas_threads
 
         limit_blas_threads()
-        breakdown(record="--record" in sys.argv)
+        profile = "/tmp/bench_vmap_sweep_trace" if "--profile" in sys.argv else None
+        breakdown(record="--record" in sys.argv, profile=profile)
     else:
         main()

@@ -316,7 +316,10 @@ def phase_sweep(rec: Record, args) -> None:
     Both sides warm (the compiled programs reused): 16 sequential ``nets.train`` calls after one
     compiling call, and the second of two ``nets.train_many`` calls; each call logs ~11 points
     with D_LR, as the defaults do. The first calls are recorded too (a fresh process per point
-    pays the first ``train`` call every time).
+    pays the first ``train`` call every time). Where the time goes: ``breakdown`` (steps, log
+    points, host, from the Histories) of both sides, and ``profile``, the busiest operations of
+    a third ``train_many`` call (``trace_summary.top_ops``; the trace stays in
+    ``<out>/sweep_trace``).
     """
     import jax
     import numpy as np
@@ -360,7 +363,22 @@ def phase_sweep(rec: Record, args) -> None:
     rec.put("max_param_diff", diff)
     rec.put("test_acc", [h.final["test_acc"] for h in hists])
     rec.put("log_points", len(hists[0].records))
+    rec.put("breakdown", {"train_many": _shares(hists, t_many),
+                          "one_train": _shares([h for _, h in seq], t_seq)})  # fmt: skip
+    from trace_summary import top_ops
+
+    fresh = [model(seed + 100) for seed, _ in runs]  # built outside the trace
+    trace = Path(args.out) / "sweep_trace"
+    rec.put("profile", top_ops(lambda: train_many(fresh, data, configs, keys), trace))
     rec.put("status", "ok")
+
+
+def _shares(hists, wall: float) -> dict:
+    """Seconds of ``wall`` (all runs together) in steps, log points and the rest (host);
+    the Histories' times are each run's share of a stacked program, so they add up."""
+    steps = sum(h.train_time for h in hists)
+    logs = sum(h.log_time for h in hists)
+    return {"wall_s": wall, "steps_s": steps, "log_points_s": logs, "host_s": wall - steps - logs}
 
 
 def phase_dlr(rec: Record, args) -> None:
