@@ -59,7 +59,9 @@ def top_ops(fn: Callable[[], object], folder: str | Path, top: int = 12) -> dict
     return {
         process: {
             "events_ms": round(sum(ops.values()), 3),
-            "ops": [[name, round(ms, 3), calls[process][name]] for name, ms in ops.most_common(top)],
+            "ops": [
+                [name, round(ms, 3), calls[process][name]] for name, ms in ops.most_common(top)
+            ],
         }
         for process, ops in busy.items()
     }
