@@ -17,8 +17,8 @@ stacked program's time goes — steps, log points and host (building and stackin
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
 repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
 :data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build, and
-its floor: the R = 16 steps and log points alone (arithmetic that grows with R), plus the host
-time of one run, against one ``train()``.
+its floor: the R = 16 steps and log points alone (arithmetic that grows with R), and with the
+host time of one run added, against one ``train()``.
 ``--profile`` also traces one more R = 16 program (``jax.profiler``, kept in
 ``/tmp/bench_vmap_sweep_trace``) and prints its busiest operations. ``--per-core`` gives jax one
 CPU device per core (``jax_num_cpu_devices``, set at start), so
@@ -168,8 +168,8 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     host_one = best[1][0] - best[1][1] - best[1][2]
     say(
         f"  floor: the 16 runs' steps + log points alone take {work * 1e3:.1f} ms = "
-        f"{work / t_one:.2f}x one train(); with one run's host time added, "
-        f"{(work + host_one) / t_one:.2f}x is the least the ratio can be on this machine"
+        f"{work / t_one:.2f}x one train(); with one run's host time added (the loop waits at "
+        f"each stop, so host and device time add up), {(work + host_one) / t_one:.2f}x"
     )
     say(
         f"  16 sequential train() calls ≈ 16 × {t_one * 1e3:.1f} ms = {16 * t_one * 1e3:.0f} ms: "
