@@ -169,7 +169,7 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     say(
         f"  floor: the 16 runs' steps + log points alone take {work * 1e3:.1f} ms = "
         f"{work / t_one:.2f}x one train(); with one run's host time added (the loop waits at "
-        f"each stop, so host and device time add up), {(work + host_one) / t_one:.2f}x"
+        f"each stop, so host work and device work add up), {(work + host_one) / t_one:.2f}x"
     )
     say(
         f"  16 sequential train() calls ≈ 16 × {t_one * 1e3:.1f} ms = {16 * t_one * 1e3:.0f} ms: "
