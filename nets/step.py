@@ -612,9 +612,9 @@ def epoch_orders(
 
     ``jax.random.permutation`` sorts the items by random 32-bit keys (stably, one or more
     rounds). On the CPU the same keys are drawn on device and sorted stably on the host by NumPy
-    (:func:`_stable_argsort_rows`), which gives the identical permutation faster than XLA:CPU's sort (tests/nets/test_step.py
-    checks the identity; docs/findings/benchmarks.md the times); elsewhere the sort stays on
-    device.
+    (:func:`_stable_argsort_rows`), which gives the identical permutation faster than XLA:CPU's
+    sort (tests/nets/test_step.py checks the identity; docs/findings/benchmarks.md the times);
+    elsewhere the sort stays on device.
     """
     if {d.platform for d in keys.devices()} != {"cpu"}:
         return _device_orders(keys, epoch, n, steps_per_epoch, batch)
