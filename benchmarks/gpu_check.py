@@ -369,7 +369,10 @@ def phase_sweep(rec: Record, args) -> None:
 
     fresh = [model(seed + 100) for seed, _ in runs]  # built outside the trace
     trace = Path(args.out) / "sweep_trace"
-    rec.put("profile", top_ops(lambda: train_many(fresh, data, configs, keys), trace))
+    try:  # the profiler is optional: its failure must not lose the sweep's numbers
+        rec.put("profile", top_ops(lambda: train_many(fresh, data, configs, keys), trace))
+    except Exception as err:
+        rec.put("profile", {"error": _error(err)})
     rec.put("status", "ok")
 
 

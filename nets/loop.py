@@ -36,6 +36,7 @@ The sweep batcher :mod:`nets.batch` stacks the ``train`` calls of several thread
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -283,6 +284,13 @@ class Runs:
             return self.state, self.hp
         return self._gathered(_unstack(self.state, i), _unstack(self.hp, i))
 
+    @functools.cached_property
+    def shared_hparams(self) -> tuple[bool, ...] | None:
+        """Per hyper-parameter field, whether every run has the same value: a vmapped log point
+        takes those unbatched (:func:`nets.evaluate.shared_fields`); None unless ``vectorize``
+        (one run after another stays bitwise each run's own)."""
+        return shared_fields(self.configs) if self.vectorize else None
+
     def _shared(self, subsets: tuple) -> tuple:
         """The fixed log subsets replicated over the runs mesh (once per fit), else as given."""
         if self.mesh is None:
@@ -327,10 +335,9 @@ class Runs:
     def log_values(self, subsets, traced, chunk: int, splits, known) -> dict[str, np.ndarray]:
         """One log point of every run on the host: ``{key: (R,) values}``."""
         if self.stacked:
-            shared = shared_fields(self.configs) if self.vectorize else None  # else bitwise
             out = log_values_many(
                 self.program, self.state, self.hp, *self._shared(subsets), traced, chunk, splits,
-                known, self.mesh, shared,
+                known, self.mesh, self.shared_hparams,
             )  # fmt: skip
             return jax.device_get(out)
         feats, frozen = (None, None) if known is None else known
