@@ -20,7 +20,7 @@ repeats, with the load average at the start and end. It prints the ratio R = 16 
 its floor: the R = 16 steps and log points alone (arithmetic that grows with R), and with the
 host time of one run added, against one ``train()``.
 ``--profile`` also traces one more R = 16 program (``jax.profiler``, kept in
-``/tmp/bench_vmap_sweep_trace``) and prints its busiest operations. ``--per-core`` gives jax one
+``bench_vmap_sweep_trace`` of the temporary folder) and prints its busiest operations. ``--per-core`` gives jax one
 CPU device per core (``jax_num_cpu_devices``, set at start), so
 ``train_many`` splits the 16 runs over the cores; one run uses one device either way.
 
@@ -199,7 +199,10 @@ if __name__ == "__main__":
         from nets.blas import limit_blas_threads
 
         limit_blas_threads()
-        profile = "/tmp/bench_vmap_sweep_trace" if "--profile" in sys.argv else None
+        import tempfile
+
+        trace = os.path.join(tempfile.gettempdir(), "bench_vmap_sweep_trace")
+        profile = trace if "--profile" in sys.argv else None
         breakdown(record="--record" in sys.argv, profile=profile)
     else:
         main()
