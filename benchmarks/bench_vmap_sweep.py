@@ -20,9 +20,9 @@ repeats, with the load average at the start and end. It prints the ratio R = 16 
 its floor: the R = 16 steps and log points alone (arithmetic that grows with R), and with the
 host time of one run added, against one ``train()``.
 ``--profile`` also traces one more R = 16 program (``jax.profiler``, kept in
-``bench_vmap_sweep_trace`` of the temporary folder) and prints its busiest operations. ``--per-
-core`` gives jax one CPU device per core (``jax_num_cpu_devices``, set at start), so ``train_many``
-splits the 16 runs over the cores; one run uses one device either way.
+``bench_vmap_sweep_trace`` of the temporary folder) and prints its busiest operations.
+``--per-core`` gives jax one CPU device per core (``jax_num_cpu_devices``, set at start), so
+``train_many`` splits the 16 runs over the cores; one run uses one device either way.
 
     python benchmarks/bench_vmap_sweep.py [--hidden 32] [--epochs 10] [--batch 64] [--record]
     python benchmarks/bench_vmap_sweep.py --breakdown [--per-core] [--profile] [--record]  # 16 vs one
