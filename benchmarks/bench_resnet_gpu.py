@@ -72,6 +72,11 @@ def resnet18_train_flops(width: int = 64, num_classes: int = 10, size: int = 32)
     pooling and the optimizer are left out. ``tests/test_device.py`` checks the forward count
     against the convolutions and GEMMs of the traced ``nets`` model.
     """
+    if min(width, num_classes) < 1 or size < 8 or size % 8:
+        raise ValueError(
+            f"need width, num_classes ≥ 1 and a size divisible by 8 (three stride-2 stages), "
+            f"got {width=}, {num_classes=}, {size=}"
+        )
     forward = 2 * size * size * 9 * 3 * width  # the stem, 3 → k channels
     cin = width
     for stage in range(4):
@@ -95,11 +100,13 @@ def model_flop_utilisation(
 ) -> dict:
     """``{"model_tflop_s", "peak_tflop_s", "mfu"}``: the model FLOP rate and its share of the
     peak (None where the peak is unknown)."""
+    if peak_tflops is not None and not peak_tflops > 0:
+        raise ValueError(f"the peak must be a positive TFLOP/s, got {peak_tflops!r}")
     rate = images_per_s * flops_per_image / 1e12
     return {
         "model_tflop_s": rate,
         "peak_tflop_s": peak_tflops,
-        "mfu": None if not peak_tflops else rate / peak_tflops,
+        "mfu": None if peak_tflops is None else rate / peak_tflops,
     }
 
 

@@ -218,3 +218,7 @@ def test_resnet18_model_flops_are_the_traced_models_convolutions_and_readout(wid
     got = model_flop_utilisation(1000.0, 2e9, 4.0)
     assert got == {"model_tflop_s": 2.0, "peak_tflop_s": 4.0, "mfu": 0.5}
     assert model_flop_utilisation(1000.0, 2e9, None)["mfu"] is None
+    with pytest.raises(ValueError, match="positive"):
+        model_flop_utilisation(1000.0, 2e9, 0.0)
+    with pytest.raises(ValueError, match="divisible by 8"):
+        resnet18_train_flops(width, classes, size=20)
