@@ -22,9 +22,10 @@ figure.
     python benchmarks/bench_closed_form.py [--record]   # the table
     python benchmarks/bench_closed_form.py --hang       # the XLA:CPU hang reproducer
 
-``--hang`` runs the former per-time ``lambda_balanced`` pipeline (:data:`HANG_REPRODUCER`,
-self-contained: a batched LAPACK QR and triangular solve per time, vmapped over 32 trajectories ×
-1,000 times) in a subprocess and reports whether it finished in 60 s.
+``--hang`` runs the former per-time ``lambda_balanced`` pipeline (a batched LAPACK QR and
+triangular solve per time, vmapped over 32 trajectories × 1,000 times) in a subprocess and
+reports whether it finished in 60 s (``xla_cpu_hangs.py``, which holds every XLA:CPU hang
+reproducer of the project).
 
 Results: ``benchmarks/results.md`` (``python benchmarks/bench_closed_form.py --record``); the fast
 paths, the bimodal scalar_linear row and the hang: ``docs/findings/benchmarks.md``.
@@ -42,38 +43,6 @@ from results import Printed
 
 N_TIMES = 1000
 BATCH = 64
-
-HANG_REPRODUCER = r"""
-import sys, time, jax, jax.numpy as jnp, jax.scipy.linalg as jsl
-jax.config.update("jax_enable_x64", True)
-B, N, n, h = 32, 1000, 7, 3
-f = jnp.sort(jax.random.normal(jax.random.key(0), (B, n)))[:, ::-1]
-Wm = jnp.linalg.qr(jax.random.normal(jax.random.key(1), (B, h, h)))[0]
-L0 = jnp.tril(jax.random.normal(jax.random.key(2), (B, n, h)))
-t = jnp.linspace(0.0, 40.0, N)
-
-def at(f, Wm, L0, t):
-    x = 2.0 * jnp.abs(f) * t
-    small = x < 1e-8
-    xs = jnp.where(small, 1.0, x)
-    log_h = jnp.where(small, -0.5 * x, jnp.log(-jnp.expm1(-xs) / xs))
-    ell = 0.5 * (2.0 * jnp.maximum(f, 0.0) * t + jnp.log(t) + log_h)
-    tri = jnp.arange(n)[:, None] >= jnp.arange(h)[None, :]
-    a = jnp.abs(L0)
-    log_l = jnp.where(tri & (a > 0), ell[:, None] + jnp.log(jnp.where(a > 0, a, 1.0)), -jnp.inf)
-    m = jnp.maximum(jnp.max(log_l, axis=0), 0.0)
-    H = jnp.concatenate([Wm * jnp.exp(-m)[None], jnp.sign(L0) * jnp.exp(log_l - m[None])], 0)
-    omega, R = jnp.linalg.qr(H)
-    z_omega = jnp.exp(f * t - ell)[:, None] * omega[h:]
-    rhs = (L0 * jnp.exp(-m)[None, :]).T
-    z_tri = jnp.exp(jnp.minimum(f * t, 0.5))[:, None] * jsl.solve_triangular(R.T, rhs, lower=True).T
-    return jnp.where((f * t > 0.5)[:, None], z_omega, z_tri)
-
-g = jax.jit(jax.vmap(lambda f, W, L: jax.vmap(lambda s: at(f, W, L, s))(t)))
-start = time.perf_counter()
-g(f, Wm, L0).block_until_ready()
-print(f"finished in {time.perf_counter() - start:.2f} s")
-"""
 
 
 def _best(fn: Callable, *args, repeats: int) -> float:
@@ -248,21 +217,6 @@ def _throughput() -> list[tuple[str, float]]:
     return out
 
 
-def _hang_reproducer(timeout: float = 60.0) -> None:
-    """Run :data:`HANG_REPRODUCER` in a subprocess; report whether it returned within ``timeout``."""
-    import subprocess
-    import sys
-
-    print(f"jax {jax.__version__}: former lambda_balanced per-time pipeline, 32 × 1000, vmapped")
-    try:
-        out = subprocess.run(
-            [sys.executable, "-c", HANG_REPRODUCER], capture_output=True, text=True, timeout=timeout
-        )
-        print(out.stdout.strip() or out.stderr.strip()[-2000:])
-    except subprocess.TimeoutExpired:
-        print(f"HUNG: no result after {timeout:.0f} s (killed)")
-
-
 def main() -> None:
     from nets.blas import limit_blas_threads
 
@@ -270,7 +224,12 @@ def main() -> None:
     import sys
 
     if "--hang" in sys.argv[1:]:
-        _hang_reproducer()
+        from xla_cpu_hangs import run
+
+        print(
+            f"jax {jax.__version__}: former lambda_balanced per-time pipeline, 32 × 1000, vmapped"
+        )
+        run("lambda_balanced")
         return
     jax.config.update("jax_enable_x64", True)
     say = Printed()

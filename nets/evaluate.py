@@ -150,9 +150,10 @@ def batched_log_points(backend: str | None = None) -> bool:
 
     The forward passes and losses are always one ``vmap``. The metrics are batched on GPUs and
     TPUs, where one run's D_LR is a chain of small kernels that uses a fraction of the card, and
-    looped (``lax.map``) on the CPU, where XLA:CPU's batched QR and SVD are slower than the loop
-    (docs/findings/benchmarks.md; ``benchmarks/bench_vmap_sweep.py --breakdown`` times the whole
-    log point).
+    looped (``lax.map``) on the CPU, where XLA:CPU's batched QR and SVD are no faster than the
+    loop (docs/findings/benchmarks.md; ``benchmarks/bench_vmap_sweep.py --breakdown`` times the
+    whole log point) and where a vmapped pair of D_LRs over 16 runs of 360 rows can hang
+    (jaxlib 0.10.2; ``benchmarks/xla_cpu_hangs.py dlr_pair``).
     """
     return (backend or jax.default_backend()) != "cpu"
 

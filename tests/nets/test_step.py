@@ -183,6 +183,36 @@ def test_stacked_log_point_with_shared_hparams_equals_each_runs_own(small, varie
             np.testing.assert_allclose(got[key][i], value, **TOL["vmap_log"], err_msg=key)
 
 
+def test_batched_log_point_metrics_equal_the_looped_ones(small, monkeypatch):
+    """The accelerators' form of a stacked log point (the metrics of the R runs as one ``vmap``,
+    :func:`nets.evaluate.batched_log_points`) gives each run the values of the CPU's looped form
+    (``lax.map``), to float32 round-off; checked here on the CPU with small subsets (larger
+    vmapped pairs of D_LRs can hang XLA:CPU: ``benchmarks/xla_cpu_hangs.py``)."""
+    import importlib
+
+    from nets.loop import _build_runs
+
+    ev = importlib.import_module("nets.evaluate")  # the module (nets.evaluate is also a function)
+    configs = [TrainConfig(batch_size=64, epochs=1, lr=lr) for lr in (0.05, 0.1, 0.2)]
+    runs, _ = _build_runs([_mlp(i) for i in range(3)], small, configs,
+                          [jax.random.key(i) for i in range(3)], stacked=True, mesh=None)  # fmt: skip
+    fit, held = (small.x_train[:200], small.y_train[:200]), (small.x_test[:90], small.y_test[:90])
+    args = (runs.program, runs.state, runs.hp, fit, held, (("dlr", ev.default_metric),), 128,
+            ("train", "test"), None, None, ev.shared_fields(configs))  # fmt: skip
+    looped = ev.log_values_many(*args)
+    traced = []
+    monkeypatch.setattr(ev, "batched_log_points", lambda backend=None: traced.append(1) or True)
+    jax.clear_caches()  # the looped program is cached under the same static arguments
+    try:
+        batched = ev.log_values_many(*args)
+    finally:
+        jax.clear_caches()  # later tests must not find the batched program in the cache
+    assert traced, "the batched form was not traced"
+    assert set(batched) == set(looped) and "dlr_test_rank" in batched
+    for key, value in looped.items():
+        np.testing.assert_allclose(batched[key], value, **TOL["vmap_log"], err_msg=key)
+
+
 def test_train_many_refuses_runs_that_need_another_program(small):
     cfgs = [TrainConfig(epochs=1, batch_size=64), TrainConfig(epochs=1, batch_size=32)]
     keys = [jax.random.key(0)] * 2
