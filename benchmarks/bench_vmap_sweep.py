@@ -13,7 +13,8 @@ hyper-parameters). Three ways to run the same sweep, each logging the same 11 po
 The final parameters agree to float32 round-off (printed; ``tests/nets/test_step.py`` checks it).
 
 ``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one): where a warm
-stacked program's time goes — steps, log points and host (building and stacking the runs, the
+stacked program's time goes — steps, log points, the first stop (the first log point and step
+chunk, which a History counts as compile time) and host (building and stacking the runs, the
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
 repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
 :data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build, and
@@ -115,8 +116,8 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
 
     64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
-    steps and log points from each History's share (summed over the runs), host = the rest of
-    the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
+    steps, log points and the first stop (compile time, here the first log point and step chunk)
+    from each History's share (summed over the runs), host = the rest of the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
     are taken within this process, so a loaded machine shifts both sides. ``profile``: a folder
     for a ``jax.profiler`` trace of one more R = 16 program, whose busiest operations are
     printed (:mod:`trace_summary`).
@@ -124,14 +125,15 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     data = load_digits()
     base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=6)
 
-    def once(R: int, offset: int) -> tuple[float, float, float]:
+    def once(R: int, offset: int) -> tuple[float, float, float, float]:
         configs = [dataclasses.replace(base, lr=0.05 + 0.01 * i) for i in range(R)]
         keys = [jax.random.key(i) for i in range(R)]
         models = [MLP(64, (8,), 10, rngs=nnx.Rngs(offset + i)) for i in range(R)]
         t0 = time.perf_counter()
         _, hists = train_many(models, data, configs, keys)
         wall = time.perf_counter() - t0
-        return wall, sum(h.train_time for h in hists), sum(h.log_time for h in hists)
+        times = [sum(getattr(h, k) for h in hists) for k in ("train_time", "log_time")]
+        return wall, *times, sum(h.compile_time for h in hists)
 
     def one_train(offset: int) -> float:
         model = MLP(64, (8,), 10, rngs=nnx.Rngs(offset))
@@ -142,7 +144,7 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     say = Printed()
     load_before = os.getloadavg()[0]
     once(1, 0), once(16, 0), one_train(0)  # compile
-    best = {1: (np.inf,) * 3, 16: (np.inf,) * 3}
+    best = {1: (np.inf,) * 4, 16: (np.inf,) * 4}
     t_one = np.inf
     for rep in range(repeats):
         for R in (1, 16):
@@ -153,10 +155,11 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
         f"stacked program, 64-8-10 MLP, digits, 6 epochs, {jax.default_backend()} with "
         f"{jax.local_device_count()} device(s) (best of {repeats}):"
     )
-    for R, (wall, steps, logs) in best.items():
+    for R, (wall, steps, logs, first) in best.items():
         say(
             f"  R = {R:2d}: {wall * 1e3:6.1f} ms = steps {steps * 1e3:5.1f} + log points "
-            f"{logs * 1e3:5.1f} + host {(wall - steps - logs) * 1e3:5.1f}"
+            f"{logs * 1e3:5.1f} + first stop {first * 1e3:4.1f} + host "
+            f"{(wall - steps - logs - first) * 1e3:5.1f}"
         )
     say(f"  one train() call: {t_one * 1e3:.1f} ms")
     say(
@@ -164,8 +167,15 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
         f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
         f"before: {BEFORE_RATIO:.1f}x idle)"
     )
-    work = best[16][1] + best[16][2]  # the 16 runs' steps and log points, no host time
-    host_one = best[1][0] - best[1][1] - best[1][2]
+    grow = [b - a for a, b in zip(best[1], best[16], strict=True)]
+    say(
+        f"  grows with R (R = 16 − R = 1): steps {grow[1] * 1e3:+.1f}, log points "
+        f"{grow[2] * 1e3:+.1f}, first stop {grow[3] * 1e3:+.1f}, host "
+        f"{(grow[0] - sum(grow[1:])) * 1e3:+.1f} ms; time that does not grow with R cannot "
+        "lower the ratio"
+    )
+    work = sum(best[16][1:])  # the 16 runs' steps and log points, no host time
+    host_one = best[1][0] - sum(best[1][1:])
     say(
         f"  floor: the 16 runs' steps + log points alone take {work * 1e3:.1f} ms = "
         f"{work / t_one:.2f}x one train(); with one run's host time added (the loop waits at "
