@@ -22,6 +22,7 @@ returned by :func:`dlr_with_rank`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -36,7 +37,14 @@ from metrics._numerics import (
     pow2_scale,
     rank_rtol,
 )
-from metrics._validate import as_float, as_matrix, common_dtype, is_concrete, same_n
+from metrics._validate import (
+    as_float,
+    as_matrix,
+    check_finite,
+    common_dtype,
+    is_concrete,
+    same_n,
+)
 from metrics.moments import Moments, accumulate_moments, moments
 
 
@@ -163,6 +171,78 @@ def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
     res, checks = _dlr_arrays(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype))
     _raise_if_undefined(res, checks, "features", "outputs")
     return res
+
+
+def batched_by_default(backend: str | None = None) -> bool:
+    """Whether per-run metrics of R stacked runs run as one ``vmap`` (True) or a loop (False).
+
+    Batched on GPUs and TPUs, where one run's D_LR is a chain of small kernels that uses a
+    fraction of the device; looped (``lax.map``) on the CPU, where XLA:CPU's batched QR and SVD
+    are no faster than the loop and a jitted ``vmap`` of two D_LRs over 16 runs of 360 rows can
+    hang (jaxlib 0.10.2; ``benchmarks/xla_cpu_hangs.py dlr_pair``).
+
+    Args:
+      backend: a platform name; default jax's default backend, read at call time.
+    """
+    return (backend or jax.default_backend()) != "cpu"
+
+
+@partial(jax.jit, static_argnames="batched")
+def _dlr_many(phi: jax.Array, f: jax.Array, rtol: jax.Array, batched: bool) -> DLR:
+    def one(pair):
+        return _dlr_arrays(pair[0], pair[1], rtol)[0]
+
+    return jax.vmap(one)((phi, f)) if batched else jax.lax.map(one, (phi, f))
+
+
+def dlr_many(features, outputs, *, rtol: float | None = None, batched: bool | None = None) -> DLR:
+    r"""D_LR of R runs at once: each run's :func:`dlr_with_rank`, as one program.
+
+    .. math::
+        D_{LR}^{(i)} = 1 - \frac{\lVert Q_i^\top \Phi_{i,c} \rVert_F^2}
+        {\lVert \Phi_{i,c}^\top \Phi_{i,c} \rVert_F\,\sqrt{r_i}},\qquad i = 1, \dots, R
+
+    (thesis T Definition 2, Eq. 2.8–2.9, per run). The runs' D_LRs are one ``jax.vmap`` on
+    GPUs/TPUs and one ``lax.map`` on the CPU (:func:`batched_by_default`): use this rather than
+    ``jax.vmap(dlr)`` for stacked runs, seeds or checkpoints. Safe inside ``jax.jit``. An
+    undefined D_LR (outputs of zero centred rank, constant features) is NaN for that run and
+    raises nothing, so the other runs' values are kept; its rank tells which (0: constant
+    outputs).
+
+    Args:
+      features: (R, n, p) features Φ_i of the R runs.
+      outputs: (R, n, C) outputs F_i on the same n inputs, C ≤ n.
+      rtol: relative rank tolerance, as in :func:`dlr`.
+      batched: force the ``vmap`` (True) or the loop (False); default per backend.
+
+    Returns:
+      :class:`DLR` of (R,) values in the inputs' common dtype and (R,) int ranks.
+
+    Raises:
+      ValueError: inputs that are not 3-D, different R or n, n < 2, C > n, p or C = 0, NaN/inf
+        (value checks only outside ``jit``), complex input.
+    """
+    arrays = []
+    for x, name, what in ((features, "features", "(R, n, p)"), (outputs, "outputs", "(R, n, C)")):
+        x = as_float(x, name)
+        if x.ndim != 3 or x.shape[2] == 0:
+            raise ValueError(f"{name} must be a 3-D array of shape {what}, got shape {x.shape}")
+        check_finite(x, name)
+        arrays.append(x)
+    phi, f = arrays
+    if phi.shape[:2] != f.shape[:2]:
+        raise ValueError(
+            f"features and outputs must have the same runs R and rows n, got (R, n) = "
+            f"{phi.shape[:2]} and {f.shape[:2]}"
+        )
+    n, c = f.shape[1:]
+    if n < 2:
+        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
+    if c > n:
+        raise ValueError(f"outputs must have C ≤ n columns, got shape (R, n, C) = {f.shape}")
+    dtype = common_dtype(phi, f)
+    use_vmap = batched_by_default() if batched is None else bool(batched)
+    return _dlr_many(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype), use_vmap)
 
 
 class FrozenFeatures(NamedTuple):

@@ -148,14 +148,13 @@ def _metric_values(metric_fns, passes, frozen, metric_splits) -> dict:
 def batched_log_points(backend: str | None = None) -> bool:
     """Whether the metrics of R runs' log points (D_LR) run as one ``vmap`` or one after another.
 
-    The forward passes and losses are always one ``vmap``. The metrics are batched on GPUs and
-    TPUs, where one run's D_LR is a chain of small kernels that uses a fraction of the card, and
-    looped (``lax.map``) on the CPU, where XLA:CPU's batched QR and SVD are no faster than the
-    loop (docs/findings/benchmarks.md; ``benchmarks/bench_vmap_sweep.py --breakdown`` times the
-    whole log point) and where a vmapped pair of D_LRs over 16 runs of 360 rows can hang
-    (jaxlib 0.10.2; ``benchmarks/xla_cpu_hangs.py dlr_pair``).
+    The forward passes and losses are always one ``vmap``. The metrics follow
+    :func:`metrics.batched_by_default`: batched on GPUs and TPUs, looped (``lax.map``) on the
+    CPU, where XLA:CPU's batched QR and SVD are no faster than the loop (docs/findings/
+    benchmarks.md; ``benchmarks/bench_vmap_sweep.py --breakdown`` times the whole log point) and
+    a vmapped pair of D_LRs can hang (``benchmarks/xla_cpu_hangs.py dlr_pair``).
     """
-    return (backend or jax.default_backend()) != "cpu"
+    return metrics.batched_by_default(backend)
 
 
 def _each_run(fn, args):

@@ -263,3 +263,78 @@ def test_frozen_features_bad_input():
         dlr_with_rank_frozen(freeze_features(np.ones((30, 5))), f)
     with pytest.raises(ValueError, match="features must be a 2-D"):
         freeze_features(np.ones(30))
+
+
+# ------------------------------------------------------------------ R runs at once (dlr_many)
+
+
+def _runs():
+    """Four runs of one shape: a plain one, a large feature mean, a graded spectrum and
+    near-collapsed features (the ill-conditioned cases of the frozen-feature test)."""
+    rng = np.random.default_rng(30)
+    n, p, c = 120, 12, 3
+    graded = _graded(31, n, p, c, decay=6.0)
+    collapsed = np.outer(np.linspace(-1, 1, n), np.ones(p)) + 1e-7 * rng.normal(size=(n, p))
+    runs = [_problem(32, n, p, c), _problem(33, n, p, c, noise=3.0), graded,
+            (collapsed, rng.normal(size=(n, c)))]  # fmt: skip
+    return np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs])
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["looped", "vmapped"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dlr_many_gives_each_runs_dlr(batched, dtype):
+    """Each run's value and rank equal its own ``dlr_with_rank`` (float64: and the naive n×n
+    definition), looped (the CPU's default) and vmapped (the accelerators')."""
+    from metrics import dlr_many, dlr_with_rank
+
+    phi, f = (a.astype(dtype) for a in _runs())
+    got = dlr_many(phi, f, batched=batched)
+    assert got.value.dtype == dtype and got.value.shape == got.rank.shape == (4,)
+    # the same operations per run: equal to a few ulps (bitwise on the CPU)
+    tol = 1e-12 if dtype == np.float64 else 1e-6
+    for i in range(4):
+        own = dlr_with_rank(phi[i], f[i])
+        assert float(got.value[i]) == pytest.approx(float(own.value), abs=tol)
+        assert int(got.rank[i]) == int(own.rank)
+        if dtype == np.float64:
+            assert float(got.value[i]) == pytest.approx(naive_dlr(phi[i], f[i]), abs=1e-9)
+
+
+def test_dlr_many_keeps_the_other_runs_when_one_is_undefined():
+    from metrics import batched_by_default, dlr_many
+
+    phi, f = _runs()
+    f[1] = 2.0  # constant outputs: zero centred rank
+    phi[2] = 5.0  # constant features
+    for batched in (False, True):
+        got = jax.tree.map(
+            np.asarray, jax.jit(lambda a, b, v=batched: dlr_many(a, b, batched=v))(phi, f)
+        )
+        assert np.isnan(got.value[1]) and int(got.rank[1]) == 0
+        assert np.isnan(got.value[2]) and int(got.rank[2]) == 3
+        assert np.isfinite(got.value[[0, 3]]).all()
+        ref = np.asarray(dlr_many(phi[[0, 3]], f[[0, 3]], batched=batched).value)
+        np.testing.assert_allclose(got.value[[0, 3]], ref, atol=1e-12)
+    assert batched_by_default("cpu") is False
+    assert batched_by_default("gpu") is True and batched_by_default("tpu") is True
+
+
+@pytest.mark.parametrize(
+    "phi,f,match",
+    [
+        (np.ones((10, 3)), np.ones((10, 2)), "features must be a 3-D"),
+        (np.ones((2, 10, 3)), np.ones((2, 10)), "outputs must be a 3-D"),
+        (np.ones((2, 10, 0)), np.ones((2, 10, 2)), "features must be a 3-D"),
+        (np.ones((2, 10, 3)), np.ones((3, 10, 2)), "same runs R and rows n"),
+        (np.ones((2, 10, 3)), np.ones((2, 9, 2)), "same runs R and rows n"),
+        (np.ones((2, 1, 3)), np.ones((2, 1, 1)), "n ≥ 2"),
+        (np.ones((2, 3, 3)), np.ones((2, 3, 4)), "C ≤ n"),
+        (np.full((2, 5, 3), np.nan), np.ones((2, 5, 2)), "features contains NaN"),
+        (np.ones((2, 5, 3)), np.ones((2, 5, 2)) + 1j, "outputs must be real"),
+    ],
+)
+def test_dlr_many_bad_input(phi, f, match):
+    from metrics import dlr_many
+
+    with pytest.raises(ValueError, match=match):
+        dlr_many(phi, f)

@@ -56,6 +56,7 @@ def test_every_gemm_in_the_lowered_programs_requests_highest_precision():
     programs = {
         "dlr": (lambda a, b: dlr(a, b), (phi, f)),
         "dlr_with_rank": (lambda a, b: metrics.dlr_with_rank(a, b).value, (phi, f)),
+        "dlr_many": (lambda a, b: metrics.dlr_many(a[None], b[None]).value, (phi, f)),
         "moments": (lambda a, b: moments(a, b, feature_factor=True), (phi, f)),
         "merge_moments": (merge_moments, (m, m)),
         "dlr_from_moments": (lambda s: metrics.dlr_from_moments(s), (m,)),
