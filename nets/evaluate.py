@@ -157,9 +157,11 @@ def batched_log_points(backend: str | None = None) -> bool:
     return metrics.batched_by_default(backend)
 
 
-def _each_run(fn, args):
-    """``fn`` over the leading axis of ``args``: batched or looped (:func:`batched_log_points`)."""
-    return jax.vmap(fn)(args) if batched_log_points() else jax.lax.map(fn, args)
+def _each_run(fn, args, batched: bool | None = None):
+    """``fn`` over the leading axis of ``args``: batched or looped (default
+    :func:`batched_log_points`)."""
+    batched = batched_log_points() if batched is None else batched
+    return jax.vmap(fn)(args) if batched else jax.lax.map(fn, args)
 
 
 def shared_fields(configs) -> tuple[bool, ...]:
@@ -178,16 +180,17 @@ def _join_shared(per_run: HParams, common: HParams) -> HParams:
     return HParams(*(c if p is None else p for p, c in zip(per_run, common, strict=True)))
 
 
-@program_jit(static_argnums=(0, 5, 6, 7, 9, 10))
+@program_jit(static_argnums=(0, 5, 6, 7, 9, 10, 11))
 def log_values_many(
     program, states, hps, fit, held, metric_fns, chunk, metric_splits, known=None, mesh=None,
-    shared=None,
+    shared=None, batched=None,
 ):  # fmt: skip
     """:func:`log_values` of R runs stacked along axis 0 (``known``: their :func:`freeze_many`).
 
     The forward passes, losses and accuracies of the R runs are one ``vmap`` (batched GEMMs);
     the metrics (D_LR's QR and SVD) are batched on an accelerator and run one run after another
-    on the CPU (:func:`batched_log_points`). With a runs ``mesh``
+    on the CPU (:func:`batched_log_points`; ``batched``, static, forces either form). With a
+    runs ``mesh``
     (:func:`nets.step.runs_mesh`) each device evaluates its share of the runs.
 
     ``shared`` (static, one bool per :class:`~nets.config.HParams` field, from
@@ -214,8 +217,9 @@ def log_values_many(
 
         out = jax.vmap(losses)(passes, per_run)
         return out | _each_run(
-            lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen)
-        )
+            lambda a: _metric_values(metric_fns, a[0], a[1], metric_splits), (passes, frozen),
+            batched,
+        )  # fmt: skip
 
     split = over_runs(local, mesh, (True, True, False, False, True))
     return split(states, hps, fit, held, known)

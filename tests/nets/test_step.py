@@ -183,7 +183,7 @@ def test_stacked_log_point_with_shared_hparams_equals_each_runs_own(small, varie
             np.testing.assert_allclose(got[key][i], value, **TOL["vmap_log"], err_msg=key)
 
 
-def test_batched_log_point_metrics_equal_the_looped_ones(small, monkeypatch):
+def test_batched_log_point_metrics_equal_the_looped_ones(small):
     """The accelerators' form of a stacked log point (the metrics of the R runs as one ``vmap``,
     :func:`nets.evaluate.batched_log_points`) gives each run the values of the CPU's looped form
     (``lax.map``), to float32 round-off; checked here on the CPU with small subsets (larger
@@ -199,15 +199,7 @@ def test_batched_log_point_metrics_equal_the_looped_ones(small, monkeypatch):
     fit, held = (small.x_train[:200], small.y_train[:200]), (small.x_test[:90], small.y_test[:90])
     args = (runs.program, runs.state, runs.hp, fit, held, (("dlr", ev.default_metric),), 128,
             ("train", "test"), None, None, ev.shared_fields(configs))  # fmt: skip
-    looped = ev.log_values_many(*args)
-    traced = []
-    monkeypatch.setattr(ev, "batched_log_points", lambda backend=None: traced.append(1) or True)
-    jax.clear_caches()  # the looped program is cached under the same static arguments
-    try:
-        batched = ev.log_values_many(*args)
-    finally:
-        jax.clear_caches()  # later tests must not find the batched program in the cache
-    assert traced, "the batched form was not traced"
+    looped, batched = (ev.log_values_many(*args, form) for form in (False, True))
     assert set(batched) == set(looped) and "dlr_test_rank" in batched
     for key, value in looped.items():
         np.testing.assert_allclose(batched[key], value, **TOL["vmap_log"], err_msg=key)
