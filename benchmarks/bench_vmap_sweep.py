@@ -13,7 +13,7 @@ hyper-parameters). Three ways to run the same sweep, each logging the same 11 po
 The final parameters agree to float32 round-off (printed; ``tests/nets/test_step.py`` checks it).
 
 ``--breakdown`` (16 tiny runs, 64-8-10 on the digits, 6 epochs, against one): where a warm
-stacked program's time goes — steps, log points, the first stop (the first log point and step
+stacked program's time goes — steps, log points, the first chunk (the first log point and step
 chunk, which a History counts as compile time) and host (building and stacking the runs, the
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
 repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
@@ -116,7 +116,7 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
 
     64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
-    steps, log points and the first stop (compile time, here the first log point and step chunk)
+    steps, log points and the first chunk (compile time, here the first log point and step chunk)
     from each History's share (summed over the runs), host = the rest of the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
     are taken within this process, so a loaded machine shifts both sides. ``profile``: a folder
     for a ``jax.profiler`` trace of one more R = 16 program, whose busiest operations are
@@ -158,7 +158,7 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     for R, (wall, steps, logs, first) in best.items():
         say(
             f"  R = {R:2d}: {wall * 1e3:6.1f} ms = steps {steps * 1e3:5.1f} + log points "
-            f"{logs * 1e3:5.1f} + first stop {first * 1e3:4.1f} + host "
+            f"{logs * 1e3:5.1f} + first chunk {first * 1e3:4.1f} + host "
             f"{(wall - steps - logs - first) * 1e3:5.1f}"
         )
     say(f"  one train() call: {t_one * 1e3:.1f} ms")
@@ -170,7 +170,7 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     grow = [b - a for a, b in zip(best[1], best[16], strict=True)]
     say(
         f"  grows with R (R = 16 − R = 1): steps {grow[1] * 1e3:+.1f}, log points "
-        f"{grow[2] * 1e3:+.1f}, first stop {grow[3] * 1e3:+.1f}, host "
+        f"{grow[2] * 1e3:+.1f}, first chunk {grow[3] * 1e3:+.1f}, host "
         f"{(grow[0] - sum(grow[1:])) * 1e3:+.1f} ms; time that does not grow with R cannot "
         "lower the ratio"
     )
