@@ -131,6 +131,15 @@ def _raise_if_undefined(res: DLR, checks: _Checks, features: str, outputs: str) 
         )
 
 
+def _check_samples(shape: tuple[int, ...], what: str) -> None:
+    """Refuse outputs of shape ``what`` (last two axes n, C) with n < 2 or C > n."""
+    n, c = shape[-2:]
+    if n < 2:
+        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
+    if c > n:
+        raise ValueError(f"outputs must have C ≤ n columns, got shape {what} = {shape}")
+
+
 def _rtol_array(rtol: float | None, dtype) -> jax.Array:
     if rtol is None:
         return jnp.asarray(-1.0, dtype)
@@ -162,11 +171,7 @@ def dlr_with_rank(features, outputs, *, rtol: float | None = None) -> DLR:
     phi = as_matrix(features, "features", what="(n, p)")
     f = as_matrix(outputs, "outputs", what="(n, C)")
     same_n(phi, f, "features", "outputs")
-    n, c = f.shape
-    if n < 2:
-        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
-    if c > n:
-        raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
+    _check_samples(f.shape, "(n, C)")
     dtype = common_dtype(phi, f)
     res, checks = _dlr_arrays(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype))
     _raise_if_undefined(res, checks, "features", "outputs")
@@ -235,11 +240,7 @@ def dlr_many(features, outputs, *, rtol: float | None = None, batched: bool | No
             f"features and outputs must have the same runs R and rows n, got (R, n) = "
             f"{phi.shape[:2]} and {f.shape[:2]}"
         )
-    n, c = f.shape[1:]
-    if n < 2:
-        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
-    if c > n:
-        raise ValueError(f"outputs must have C ≤ n columns, got shape (R, n, C) = {f.shape}")
+    _check_samples(f.shape, "(R, n, C)")
     dtype = common_dtype(phi, f)
     use_vmap = batched_by_default() if batched is None else bool(batched)
     return _dlr_many(phi.astype(dtype), f.astype(dtype), _rtol_array(rtol, dtype), use_vmap)
@@ -311,15 +312,12 @@ def dlr_with_rank_frozen(frozen: FrozenFeatures, outputs, *, rtol: float | None 
       :class:`DLR` ``(value, rank)`` in the common dtype of the features and outputs.
     """
     f = as_matrix(outputs, "outputs", what="(n, C)")
-    n, c = f.shape
+    n = f.shape[0]
     if frozen.centred.shape[0] != n:
         raise ValueError(
             f"outputs have n = {n} rows but the frozen features {frozen.centred.shape[0]}"
         )
-    if n < 2:
-        raise ValueError(f"features and outputs need n ≥ 2 samples to centre, got n = {n}")
-    if c > n:
-        raise ValueError(f"outputs must have C ≤ n columns, got shape (n, C) = {f.shape}")
+    _check_samples(f.shape, "(n, C)")
     dtype = common_dtype(frozen.centred, f)
     frozen = FrozenFeatures(*(x.astype(dtype) for x in frozen))
     res, checks = _dlr_frozen(frozen, f.astype(dtype), _rtol_array(rtol, dtype))

@@ -190,8 +190,7 @@ def log_values_many(
     The forward passes, losses and accuracies of the R runs are one ``vmap`` (batched GEMMs);
     the metrics (D_LR's QR and SVD) are batched on an accelerator and run one run after another
     on the CPU (:func:`batched_log_points`; ``batched``, static, forces either form). With a
-    runs ``mesh``
-    (:func:`nets.step.runs_mesh`) each device evaluates its share of the runs.
+    runs ``mesh`` (:func:`nets.step.runs_mesh`) each device evaluates its share of the runs.
 
     ``shared`` (static, one bool per :class:`~nets.config.HParams` field, from
     :func:`shared_fields`): fields with one value for all runs enter the ``vmap`` unbatched, so
