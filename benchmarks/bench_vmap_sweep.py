@@ -16,7 +16,8 @@ The final parameters agree to float32 round-off (printed; ``tests/nets/test_step
 stacked program's time goes — steps, log points, the first chunk (the first log point and step
 chunk, which a History counts as compile time) and host (building and stacking the runs, the
 per-epoch permutations, unstacking the models) — for R = 1 and R = 16, the best of several
-repeats, with the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
+repeats (and the medians, whose distance from the best shows how noisy the machine was), with
+the load average at the start and end. It prints the ratio R = 16 / R = 1 beside
 :data:`BEFORE_RATIO`, the ratio measured before the runs were built as one stacked build, and
 its floor: the R = 16 steps and log points alone (arithmetic that grows with R), and with the
 host time of one run added, against one ``train()``.
@@ -145,12 +146,15 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     load_before = os.getloadavg()[0]
     once(1, 0), once(16, 0), one_train(0)  # compile
     best = {1: (np.inf,) * 4, 16: (np.inf,) * 4}
+    walls: dict = {1: [], 16: [], "train": []}  # every repeat, for the medians
     t_one = np.inf
     for rep in range(repeats):
         for R in (1, 16):
             r = once(R, 100 * R + rep)
             best[R] = min(best[R], r)
-        t_one = min(t_one, one_train(rep))
+            walls[R].append(r[0])
+        walls["train"].append(one_train(rep))
+        t_one = min(t_one, walls["train"][-1])
     say(
         f"stacked program, 64-8-10 MLP, digits, 6 epochs, {jax.default_backend()} with "
         f"{jax.local_device_count()} device(s) (best of {repeats}):"
@@ -166,6 +170,12 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
         f"  16 runs / one run: {best[16][0] / t_one:.2f}x against train(), "
         f"{best[16][0] / best[1][0]:.2f}x against train_many of one (goal ≤ 2.5x; "
         f"before: {BEFORE_RATIO:.1f}x idle)"
+    )
+    med = {k: float(np.median(v)) for k, v in walls.items()}
+    say(
+        f"  medians of the {repeats} repeats: R = 16 {med[16] * 1e3:.1f} ms, one train() "
+        f"{med['train'] * 1e3:.1f} ms, {med[16] / med['train']:.2f}x (R = 16 median "
+        f"{med[16] / best[16][0] - 1:+.0%} over its best: how noisy the machine was)"
     )
     grow = [b - a for a, b in zip(best[1], best[16], strict=True)]
     say(
