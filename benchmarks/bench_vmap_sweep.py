@@ -117,11 +117,12 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     """Where a warm stacked program's time goes, R = 1 and 16 tiny runs, best of ``repeats``.
 
     64-8-10 MLP on the 8×8 digits, 6 epochs of batch 64, the default log points (D_LR each):
-    steps, log points and the first chunk (compile time, here the first log point and step chunk)
-    from each History's share (summed over the runs), host = the rest of the wall time (building and stacking the runs, permutations, unstacking the models). Ratios
-    are taken within this process, so a loaded machine shifts both sides. ``profile``: a folder
-    for a ``jax.profiler`` trace of one more R = 16 program, whose busiest operations are
-    printed (:mod:`trace_summary`).
+    steps, log points and the first chunk (compile time, here the first log point and step
+    chunk) from each History's share (summed over the runs), host = the rest of the wall time
+    (building and stacking the runs, permutations, unstacking the models). Ratios are taken
+    within this process, so a loaded machine shifts both sides. ``profile``: a folder for a
+    ``jax.profiler`` trace of one more R = 16 program, whose busiest operations are printed
+    (:mod:`trace_summary`).
     """
     data = load_digits()
     base = TrainConfig(lr=0.1, momentum=0.9, batch_size=64, epochs=6)
@@ -147,14 +148,13 @@ def breakdown(repeats: int = 7, record: bool = False, profile: str | None = None
     once(1, 0), once(16, 0), one_train(0)  # compile
     best = {1: (np.inf,) * 4, 16: (np.inf,) * 4}
     walls: dict = {1: [], 16: [], "train": []}  # every repeat, for the medians
-    t_one = np.inf
     for rep in range(repeats):
         for R in (1, 16):
             r = once(R, 100 * R + rep)
             best[R] = min(best[R], r)
             walls[R].append(r[0])
         walls["train"].append(one_train(rep))
-        t_one = min(t_one, walls["train"][-1])
+    t_one = min(walls["train"])
     say(
         f"stacked program, 64-8-10 MLP, digits, 6 epochs, {jax.default_backend()} with "
         f"{jax.local_device_count()} device(s) (best of {repeats}):"
